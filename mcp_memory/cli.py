@@ -1,0 +1,243 @@
+"""The ``mcp-memory`` command line: a thin layer over ``Memory``.
+
+Results go to stdout; logs, progress bars and notes go to stderr, so ``--json`` output can
+be piped. Exit codes: 0 success, 1 runtime error, 2 bad input or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from mcp_memory import __version__
+from mcp_memory.config import ConfigError, Settings, load_settings
+
+log = logging.getLogger("mcp_memory")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _setup_logging(getattr(args, "verbose", 0))
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        settings = load_settings(getattr(args, "workspace", None), getattr(args, "config", None), _overrides(args))
+    except ConfigError as exc:
+        print(f"mcp-memory: configuration error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.handler(settings, args) or 0)
+    except KeyboardInterrupt:
+        print("mcp-memory: interrupted; the next run resumes where this one stopped", file=sys.stderr)
+        return 130
+    except _UserError as exc:
+        print(f"mcp-memory: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the last line of defence: a message, never a traceback
+        log.debug("unexpected error", exc_info=True)
+        print(f"mcp-memory: error: {exc} (run with -v for details)", file=sys.stderr)
+        return 1
+
+
+class _UserError(Exception):
+    pass
+
+
+# ----- commands ----------------------------------------------------------------------------
+def _cmd_index(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory, _ProgressBars(disable=args.quiet) as bars:
+        report = memory.sync(bars.update)
+        for path, reason in sorted(report.skipped.items()):
+            print(f"skipped {path}: {reason}", file=sys.stderr)
+        embedded = memory.backfill(bars.update)
+        status = memory.status()
+    summary = (
+        f"{status['files']} files, {status['chunks']} chunks "
+        f"({len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed); "
+        f"{embedded} chunks embedded now"
+    )
+    if status["embedded_share"] is not None:
+        summary += f", {status['embedded_share']:.0%} of all chunks have vectors"
+    if report.rebuilt:
+        summary += "; index rebuilt because the fingerprint changed"
+    print(summary, file=sys.stderr)
+    return 0
+
+
+def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory, SearchError
+
+    with Memory(settings) as memory:
+        memory.sync()
+        try:
+            hits = memory.search(
+                args.query,
+                max_results=args.k,
+                min_score=args.min_score,
+                path_prefix=args.path_prefix,
+                after=args.after,
+                before=args.before,
+            )
+        except SearchError as exc:
+            raise _UserError(str(exc)) from None
+        missing = memory.store.count_missing_vectors()
+    if missing and not args.json:
+        print(f"note: {missing} chunks are not embedded yet (run `mcp-memory index`); "
+              "they were searched by keywords only", file=sys.stderr)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no results", file=sys.stderr)
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        date = f"  {hit.date.isoformat()}" if hit.date else ""
+        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}")
+        for line in hit.snippet.splitlines()[:8]:
+            print(f"     {line}")
+        print()
+    return 0
+
+
+def _cmd_get(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory, PathError
+
+    memory = Memory(settings)
+    try:
+        result = memory.get(args.path, args.from_line, args.lines)
+    except PathError as exc:
+        raise _UserError(str(exc)) from None
+    if args.json:
+        print(json.dumps(result.__dict__, ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(result.text + ("\n" if result.text else ""))
+    return 0
+
+
+def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        if not args.no_sync:
+            memory.sync()
+        status = memory.status()
+    if args.json:
+        print(json.dumps(status, ensure_ascii=False, indent=2))
+        return 0
+    embedder = status["embedder"]
+    share = status["embedded_share"]
+    rows = [
+        ("workspace", status["workspace"]),
+        ("index", status["index_path"]),
+        ("files", f"{status['files']} on disk, {status['indexed_files']} indexed"),
+        ("chunks", status["chunks"]),
+        ("embedder", f"{embedder['provider']} {embedder['model']}".strip()),
+        ("dimensions", embedder["dimensions"]),
+        ("embedded", "n/a (keyword-only)" if share is None else f"{share:.1%}"),
+        ("fingerprint", json.dumps(status["fingerprint"], sort_keys=True) if status["fingerprint"] else "none"),
+        ("last sync", status["last_sync"] or "never"),
+    ]
+    if status["last_rebuild_reason"]:
+        rows.append(("last rebuild", status["last_rebuild_reason"]))
+    rows.append(("degraded", "; ".join(status["degraded"]) or "no"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name.ljust(width)}  {value}")
+    return 0
+
+
+# ----- plumbing ----------------------------------------------------------------------------
+class _ProgressBars:
+    """One tqdm bar per phase (files, embeddings), on stderr."""
+
+    def __init__(self, disable: bool):
+        self._disable = disable
+        self._bars: dict[str, Any] = {}
+
+    def update(self, phase: str, done: int, total: int) -> None:
+        if self._disable:
+            return
+        from tqdm import tqdm
+
+        bar = self._bars.get(phase)
+        if bar is None:
+            unit = "file" if phase == "files" else "chunk"
+            bar = self._bars[phase] = tqdm(total=total, desc=phase, unit=unit, file=sys.stderr, dynamic_ncols=True)
+        bar.total = max(total, done)
+        bar.update(done - bar.n)
+
+    def __enter__(self) -> "_ProgressBars":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if getattr(args, "index_path", None):
+        out["index_path"] = args.index_path
+    if getattr(args, "embedder", None):
+        out["embedding.provider"] = args.embedder
+    return out
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("mcp_memory")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def _parser() -> argparse.ArgumentParser:
+    # SUPPRESS: an option given before the command must survive the sub-parser's defaults.
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("--workspace", "-w", help="workspace folder (default: $MCP_MEMORY_WORKSPACE or a per-user folder)")
+    common.add_argument("--config", help="TOML settings file (default: <workspace>/mcp-memory.toml)")
+    common.add_argument("--index-path", help="where the derived index lives (folder or LanceDB URI)")
+    common.add_argument("--embedder", choices=["local", "use", "openai", "none"], help="embedding provider")
+    common.add_argument("--verbose", "-v", action="count", help="log more to stderr (-vv: debug)")
+
+    parser = argparse.ArgumentParser(
+        prog="mcp-memory", description="Local-first long-term memory for AI agents.", parents=[common]
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common], help="sync the index with the files and embed new chunks")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    p.set_defaults(handler=_cmd_index)
+
+    p = sub.add_parser("search", parents=[common], help="search the memory")
+    p.add_argument("query")
+    p.add_argument("-k", "--max-results", dest="k", type=int, default=None, help="number of results (default 6)")
+    p.add_argument("--min-score", type=float, default=None)
+    p.add_argument("--path-prefix", default=None, help="only files whose path starts with this")
+    p.add_argument("--after", default=None, help="only daily files dated on or after YYYY-MM-DD")
+    p.add_argument("--before", default=None, help="only daily files dated on or before YYYY-MM-DD")
+    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.set_defaults(handler=_cmd_search)
+
+    p = sub.add_parser("get", parents=[common], help="print lines of a memory file")
+    p.add_argument("path", help="workspace-relative path, e.g. memory/2026-11-26.md")
+    p.add_argument("--from", dest="from_line", type=int, default=None, help="first line (1-based)")
+    p.add_argument("--lines", type=int, default=None, help="number of lines")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_get)
+
+    p = sub.add_parser("status", parents=[common], help="what the index holds and its health")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-sync", action="store_true", help="report without syncing first")
+    p.set_defaults(handler=_cmd_status)
+    return parser

@@ -1,0 +1,250 @@
+"""Settings: documented defaults, overridden by a TOML file, then the environment, then flags.
+
+Every setting lives in one of the dataclasses below. The README's configuration table lists
+the same names and defaults; ``mcp-memory status`` prints the values in effect.
+
+Sources, lowest precedence first:
+
+1. the defaults in this file;
+2. ``mcp-memory.toml`` in the workspace, or the file given with ``--config``;
+3. environment variables ``MCP_MEMORY_<SECTION>_<KEY>`` (``MCP_MEMORY_SEARCH_MAX_RESULTS=10``);
+4. command-line flags (the CLI passes them as ``overrides``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_FILENAME = "mcp-memory.toml"
+INDEX_DIRNAME = ".mcp-memory"
+
+
+class ConfigError(ValueError):
+    """A setting has a wrong name, type or value."""
+
+
+@dataclass
+class EmbeddingSettings:
+    # "local" (multilingual-e5-small, offline), "use" (USE-multilingual, offline, numpy only),
+    # "openai" (any OpenAI-compatible endpoint) or "none" (keyword search only).
+    provider: str = "local"
+    model: str = ""  # empty: the provider's default model
+    base_url: str = ""  # openai: e.g. http://localhost:11434/v1 for Ollama
+    api_key: str = ""  # openai: falls back to $OPENAI_API_KEY
+    dimensions: int = 0  # openai: 0 = the model's native size
+    batch_size: int = 32
+    max_retries: int = 5
+    timeout: float = 60.0
+    threads: int = 0  # local models: 0 = all cores
+
+
+@dataclass
+class ChunkingSettings:
+    tokens: int = 400
+    overlap: int = 80
+
+
+@dataclass
+class SearchSettings:
+    max_results: int = 6
+    min_score: float = 0.0
+    candidate_multiplier: int = 4
+    vector_weight: float = 0.5
+    text_weight: float = 0.5
+    decay_enabled: bool = True
+    half_life_days: float = 30.0
+    mmr_enabled: bool = True
+    mmr_lambda: float = 0.7
+    snippet_chars: int = 700
+
+
+@dataclass
+class Settings:
+    workspace: Path = field(default_factory=lambda: default_workspace())
+    # Where the derived index lives: a folder (relative paths are inside the workspace) or a
+    # LanceDB URI (s3://...). Empty: <workspace>/.mcp-memory
+    index_path: str = ""
+    extra_paths: list[str] = field(default_factory=list)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+
+    @property
+    def index_dir(self) -> Path:
+        """Local folder for the keyword index, state database and locks."""
+        if self.index_path and "://" not in self.index_path:
+            path = Path(self.index_path).expanduser()
+            return path if path.is_absolute() else self.workspace / path
+        return self.workspace / INDEX_DIRNAME
+
+    @property
+    def vector_uri(self) -> str:
+        """LanceDB location: a remote URI when configured, else a folder inside the index dir."""
+        if "://" in self.index_path:
+            return self.index_path
+        return str(self.index_dir / "lance")
+
+
+def default_workspace() -> Path:
+    """``$MCP_MEMORY_WORKSPACE``, else a per-user data folder (XDG, macOS or Windows convention)."""
+    env = os.environ.get("MCP_MEMORY_WORKSPACE")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "mcp-memory"
+
+
+_SECTIONS = {"embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings}
+_TOP_LEVEL = {"index_path", "extra_paths"}
+
+
+def load_settings(
+    workspace: str | os.PathLike[str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Build the settings for one workspace from every source, in precedence order.
+
+    ``overrides`` uses dotted keys (``{"search.max_results": 10, "index_path": "..."}``).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    ws = Path(workspace).expanduser() if workspace else default_workspace()
+    settings = Settings(workspace=ws.resolve() if ws.exists() else ws.absolute())
+
+    path = Path(config_file).expanduser() if config_file else settings.workspace / CONFIG_FILENAME
+    if config_file and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot parse {path}: {exc}") from exc
+        _apply_mapping(settings, data, source=str(path))
+
+    for key, raw in environ.items():
+        if not key.startswith("MCP_MEMORY_") or key == "MCP_MEMORY_WORKSPACE":
+            continue
+        dotted = _env_key_to_dotted(key[len("MCP_MEMORY_") :].lower())
+        if dotted is not None:
+            _set(settings, dotted, raw, source=key, from_string=True)
+
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set(settings, dotted, value, source="command line")
+
+    if settings.embedding.provider == "openai" and not settings.embedding.api_key:
+        settings.embedding.api_key = environ.get("OPENAI_API_KEY", "")
+    _validate(settings)
+    return settings
+
+
+def _env_key_to_dotted(rest: str) -> str | None:
+    if rest in _TOP_LEVEL:
+        return rest
+    for section in _SECTIONS:
+        if rest.startswith(section + "_"):
+            return f"{section}.{rest[len(section) + 1:]}"
+    return None
+
+
+def _apply_mapping(settings: Settings, data: dict[str, Any], source: str) -> None:
+    for key, value in data.items():
+        if key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{source}: [{key}] must be a table")
+            for sub, subvalue in value.items():
+                _set(settings, f"{key}.{sub}", subvalue, source=source)
+        else:
+            _set(settings, key, value, source=source)
+
+
+def _set(settings: Settings, dotted: str, value: Any, source: str, from_string: bool = False) -> None:
+    if "." in dotted:
+        section, name = dotted.split(".", 1)
+        target = getattr(settings, section, None) if section in _SECTIONS else None
+    else:
+        target, name = (settings if dotted in _TOP_LEVEL else None), dotted
+    fields = {f.name: f for f in dataclasses.fields(target)} if target is not None else {}
+    if name not in fields:
+        raise ConfigError(f"{source}: unknown setting {dotted!r}")
+    current = getattr(target, name)
+    setattr(target, name, _coerce(current, value, dotted, source, from_string))
+
+
+def _coerce(current: Any, value: Any, dotted: str, source: str, from_string: bool) -> Any:
+    """Check a value against the default's type; strings are parsed only from the environment."""
+    try:
+        if from_string:
+            return _parse_string(current, str(value))
+        if isinstance(current, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(current, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(current, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            value = float(value) if ok else value
+        elif isinstance(current, list):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise ValueError(value)
+        return value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {dotted} must be {type(current).__name__}, got {value!r}") from None
+
+
+def _parse_string(current: Any, raw: str) -> Any:
+    if isinstance(current, bool):
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise ValueError(raw)
+    if isinstance(current, int):
+        return int(raw)
+    if isinstance(current, float):
+        return float(raw)
+    if isinstance(current, list):
+        return [p for p in raw.split(os.pathsep) if p]
+    return raw
+
+
+def _validate(s: Settings) -> None:
+    if s.embedding.provider not in {"local", "use", "openai", "none"}:
+        raise ConfigError(
+            f"embedding.provider must be one of local, use, openai, none; got {s.embedding.provider!r}"
+        )
+    if s.embedding.provider == "openai" and not s.embedding.model:
+        raise ConfigError("embedding.provider = 'openai' needs embedding.model")
+    if s.embedding.batch_size < 1:
+        raise ConfigError("embedding.batch_size must be at least 1")
+    if s.chunking.tokens < 16:
+        raise ConfigError("chunking.tokens must be at least 16")
+    if not 0 <= s.chunking.overlap < s.chunking.tokens:
+        raise ConfigError("chunking.overlap must be between 0 and chunking.tokens - 1")
+    if s.search.max_results < 1:
+        raise ConfigError("search.max_results must be at least 1")
+    if s.search.candidate_multiplier < 1:
+        raise ConfigError("search.candidate_multiplier must be at least 1")
+    if s.search.half_life_days <= 0:
+        raise ConfigError("search.half_life_days must be positive")
+    if not 0.0 <= s.search.mmr_lambda <= 1.0:
+        raise ConfigError("search.mmr_lambda must be between 0 and 1")
+    if s.search.vector_weight < 0 or s.search.text_weight < 0:
+        raise ConfigError("search weights must not be negative")
+    if s.search.vector_weight + s.search.text_weight == 0:
+        raise ConfigError("search.vector_weight + search.text_weight must be positive")

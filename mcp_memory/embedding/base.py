@@ -1,0 +1,48 @@
+"""The one small interface every embedding provider implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class EmbeddingError(RuntimeError):
+    """A provider could not produce embeddings (unreachable endpoint, bad model, ...)."""
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors.
+
+    ``provider``, ``model`` and ``dimensions`` identify the vector space: they key the
+    embedding cache and the index fingerprint, so two embedders with the same triple must
+    produce interchangeable vectors.
+    """
+
+    provider: str = ""
+    model: str = ""
+    batch_size: int = 32
+
+    @property
+    @abstractmethod
+    def dimensions(self) -> int:
+        """Length of every vector (may need one call to the model to find out)."""
+
+    @abstractmethod
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Vectors for passages to store, shape (len(texts), dimensions)."""
+
+    @abstractmethod
+    def embed_query(self, text: str) -> np.ndarray:
+        """Vector for a search query, shape (dimensions,)."""
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise rows (zero rows stay zero), as float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        norm = float(np.linalg.norm(vectors))
+        return vectors / norm if norm > 0 else vectors
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms

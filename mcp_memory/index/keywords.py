@@ -1,0 +1,197 @@
+"""The keyword (BM25) index in Tantivy, with CJK-aware tokens and queries that cannot fail.
+
+Text is split by ``keyword_tokens`` before Tantivy sees it: words of letters and digits, and
+for CJK runs (Han, kana, Hangul) every character plus every adjacent pair. Character
+bigrams are the classic strong baseline for Chinese retrieval and need no dictionary, so a
+whole Chinese sentence never becomes one token. Tantivy then lowercases and applies the
+English Snowball stemmer.
+
+Queries are built from the same tokens as a boolean OR of term queries. User text never
+reaches Tantivy's query parser, so quotes, parentheses, ``AND`` or ``field:`` in a query are
+just words, never a syntax error.
+
+Tantivy allows a single writer per index across all processes; callers hold the
+workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+log = logging.getLogger(__name__)
+
+_TOKENIZER_NAME = "mcp_memory_text"
+_LAYOUT = "2"  # bump when the schema or the tokens change; an index of another layout is rebuilt
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+_WORD = re.compile(r"[^\W_]+")
+MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
+
+
+def keyword_tokens(text: str) -> list[str]:
+    """Split text into index tokens: words, plus CJK characters and character bigrams."""
+    tokens: list[str] = []
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        tokens.extend(_WORD.findall(text[position : match.start()]))
+        run = match.group(0)
+        tokens.extend(run)
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        position = match.end()
+    tokens.extend(_WORD.findall(text[position:]))
+    return tokens
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.remove_long(64))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("path", stored=True, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name=_TOKENIZER_NAME, index_option="freq")
+    builder.add_integer_field("day", indexed=True, fast=True)  # date.toordinal() of daily files
+    return builder.build()
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    id: str
+    score: float
+
+
+class KeywordIndex:
+    """A Tantivy index of chunk ids and their tokenised text, on disk in ``folder``."""
+
+    def __init__(self, folder: Path):
+        layout = folder / "mcp-memory-layout"
+        if folder.exists() and (not layout.exists() or layout.read_text().strip() != _LAYOUT):
+            log.warning("keyword index at %s has another layout: rebuilding it", folder)
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not layout.exists():
+            layout.write_text(_LAYOUT)
+        self._schema = _schema()
+        self._analyzer = _analyzer()
+        self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
+        # Custom tokenizers are not persisted: register on every open, before any read or write.
+        self._index.register_tokenizer(_TOKENIZER_NAME, _analyzer())
+
+    # ----- writing (caller holds the workspace write lock) ---------------------------------
+    @contextmanager
+    def writer(self) -> Iterator["_KeywordWriter"]:
+        """One short write transaction: changes are committed at the end, or dropped on error."""
+        writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+        try:
+            yield _KeywordWriter(writer)
+            writer.commit()
+            writer.wait_merging_threads()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            del writer
+        self._index.reload()
+
+    # ----- reading -------------------------------------------------------------------------
+    def reload(self) -> None:
+        """See commits made since the last reload (by this or any other process)."""
+        self._index.reload()
+
+    def count(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def query_terms(self, text: str) -> list[str]:
+        """The distinct analysed terms a query searches for, at most MAX_QUERY_TERMS."""
+        terms: list[str] = []
+        seen: set[str] = set()
+        tokens = keyword_tokens(text)
+        for start in range(0, len(tokens), 512):
+            for term in self._analyzer.analyze(" ".join(tokens[start : start + 512])):
+                if term not in seen:
+                    seen.add(term)
+                    terms.append(term)
+                    if len(terms) >= MAX_QUERY_TERMS:
+                        return terms
+        return terms
+
+    def search(
+        self,
+        text: str,
+        limit: int,
+        path_prefix: str | None = None,
+        after: dt.date | None = None,
+        before: dt.date | None = None,
+    ) -> list[KeywordHit]:
+        """BM25 top ``limit`` chunks for any user text (never raises on the text itself).
+
+        Filters are part of the query, so a match ranked low overall is still found.
+        """
+        terms = self.query_terms(text)
+        if not terms or limit <= 0:
+            return []
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in terms]
+        )
+        must = [(tantivy.Occur.Must, query)]
+        if path_prefix:
+            try:
+                pattern = tantivy.Query.regex_query(self._schema, "path", re.escape(path_prefix) + ".*")
+                must.append((tantivy.Occur.Must, pattern))
+            except ValueError:
+                pass  # a prefix the regex engine refuses: the caller filters the hits instead
+        if after or before:
+            must.append((tantivy.Occur.Must, tantivy.Query.range_query(
+                self._schema, "day", tantivy.FieldType.Integer,
+                after.toordinal() if after else None, before.toordinal() if before else None,
+            )))
+        if len(must) > 1:
+            query = tantivy.Query.boolean_query(must)
+        searcher = self._index.searcher()
+        hits = searcher.search(query, limit).hits
+        return [KeywordHit(searcher.doc(address)["id"][0], float(score)) for score, address in hits]
+
+    def all_paths(self) -> set[str]:
+        """Every file path with documents in the index (for consistency checks)."""
+        searcher = self._index.searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), total).hits
+        return {searcher.doc(address)["path"][0] for _, address in hits}
+
+
+class _KeywordWriter:
+    def __init__(self, writer: tantivy.IndexWriter):
+        self._writer = writer
+
+    def delete_path(self, path: str) -> None:
+        self._writer.delete_documents_by_term("path", path)
+
+    def delete_all(self) -> None:
+        self._writer.delete_all_documents()
+
+    def add(self, chunk_id: str, path: str, index_text: str, date: dt.date | None = None) -> None:
+        doc = tantivy.Document(id=chunk_id, path=path, text=" ".join(keyword_tokens(index_text)))
+        if date is not None:
+            doc.add_integer("day", date.toordinal())
+        self._writer.add_document(doc)
+
+    def add_many(self, rows: Iterable[tuple[str, str, str, dt.date | None]]) -> None:
+        for chunk_id, path, index_text, date in rows:
+            self.add(chunk_id, path, index_text, date)

@@ -1,0 +1,340 @@
+"""Keeping the index in step with the markdown files, safely from many processes.
+
+Two phases:
+
+1. ``Indexer.sync``: find changed files (size and mtime as a fast path, then a content
+   hash), re-chunk only those, and replace their rows in LanceDB and Tantivy. Vectors come
+   from the embedding cache where known; other chunks get a null vector. This takes
+   seconds, so keyword search is usable right away.
+2. ``Indexer.backfill``: embed the chunks still missing a vector, in batches, and fill the
+   vectors in. Search uses whatever is ready at any moment.
+
+Who writes: every write transaction (a batch of files, or a batch of vectors) holds the
+workspace write lock, a file lock in the index folder, for a short time. Any process can
+write; they take turns. Tantivy's own one-writer lock is therefore never contended, and
+LanceDB never sees two writers. The expensive part, computing embeddings, runs outside the
+write lock under a separate ``embed`` lock that only one process holds, so two processes
+never embed the same chunks twice; the others simply skip the backfill.
+
+Crash safety: a file's state row is written only after its rows are in both indexes, and a
+re-sync of a file first deletes all of its rows. An interrupted run therefore redoes the
+unfinished files on the next start, never leaving duplicates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+from mcp_memory.chunking import Chunk, chunk_markdown
+from mcp_memory.config import Settings
+from mcp_memory.embedding import Embedder
+from mcp_memory.embedding.cache import EmbeddingCache, cache_key
+from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.state import FileState, IndexState
+from mcp_memory.index.vectors import VectorStore
+from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, Workspace, read_text
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2  # bump when the row layout, chunk ids or keyword tokens change
+WRITE_LOCK_TIMEOUT = 120.0
+FILES_PER_TRANSACTION = 100
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass
+class SyncReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> reason
+    chunks_written: int = 0
+    rebuilt: str = ""  # why the whole index was rebuilt, if it was
+    seconds: float = 0.0
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.rebuilt)
+
+
+def fingerprint(settings: Settings, embedder: Embedder | None) -> dict[str, object]:
+    """Everything that makes existing rows incompatible when it changes."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "provider": embedder.provider if embedder else "none",
+        "model": embedder.model if embedder else "",
+        "dimensions": embedder.dimensions if embedder else 0,
+        "chunk_tokens": settings.chunking.tokens,
+        "chunk_overlap": settings.chunking.overlap,
+    }
+
+
+class Indexer:
+    """Brings the LanceDB and Tantivy indexes in line with the workspace files."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: Workspace,
+        embedder: Embedder | None,
+        store: VectorStore,
+        keywords: KeywordIndex,
+        state: IndexState,
+        cache: EmbeddingCache,
+    ):
+        self.settings = settings
+        self.workspace = workspace
+        self.embedder = embedder
+        self.store = store
+        self.keywords = keywords
+        self.state = state
+        self.cache = cache
+        index_dir = settings.index_dir
+        index_dir.mkdir(parents=True, exist_ok=True)
+        self._write_lock = FileLock(str(index_dir / "write.lock"), timeout=WRITE_LOCK_TIMEOUT)
+        self._embed_lock = FileLock(str(index_dir / "embed.lock"), timeout=0)
+        self.fingerprint = fingerprint(settings, embedder)
+        self._orphans: set[str] = set()
+
+    # ----- locking -------------------------------------------------------------------------
+    def write_lock(self) -> FileLock:
+        """The workspace write lock (re-entrant within a process)."""
+        return self._write_lock
+
+    # ----- phase 1 -------------------------------------------------------------------------
+    def sync(self, progress: Progress | None = None) -> SyncReport:
+        started = time.monotonic()
+        report = SyncReport()
+        with self._write_lock:
+            self._check_fingerprint(report)
+            orphans = self._orphan_paths()
+        files = self.workspace.list_files()
+        known = self.state.files()
+        on_disk = {f.rel_path: f for f in files}
+
+        todo: list[tuple[MemoryFile, os.stat_result]] = []
+        for memory_file in files:
+            try:
+                stat = memory_file.abs_path.stat()
+            except OSError as exc:
+                report.skipped[memory_file.rel_path] = f"cannot stat: {exc}"
+                continue
+            previous = known.get(memory_file.rel_path)
+            if previous and previous.mtime_ns == stat.st_mtime_ns and previous.size == stat.st_size:
+                continue
+            todo.append((memory_file, stat))
+        removed = sorted((set(known) | orphans) - set(on_disk))
+
+        total = len(todo) + len(removed)
+        done = 0
+        if progress:
+            progress("files", 0, total)
+        for start in range(0, max(len(todo), 1), FILES_PER_TRANSACTION):
+            batch = todo[start : start + FILES_PER_TRANSACTION]
+            batch_removed = removed if start == 0 else []
+            if not batch and not batch_removed:
+                break
+            self._sync_batch(batch, batch_removed, known, report)
+            done += len(batch) + len(batch_removed)
+            if progress:
+                progress("files", done, total)
+        self.state.set("last_sync", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        report.seconds = time.monotonic() - started
+        if report.touched:
+            log.info(
+                "sync: %d added, %d changed, %d removed, %d chunks in %.2fs",
+                len(report.added), len(report.changed), len(report.removed),
+                report.chunks_written, report.seconds,
+            )
+        return report
+
+    def _sync_batch(
+        self,
+        batch: list[tuple[MemoryFile, os.stat_result]],
+        removed: list[str],
+        known: dict[str, FileState],
+        report: SyncReport,
+    ) -> None:
+        # Read and chunk outside the lock; only the index writes hold it.
+        prepared: list[tuple[MemoryFile, FileState, list[Chunk]]] = []
+        unchanged: list[FileState] = []
+        for memory_file, stat in batch:
+            result = self._prepare(memory_file, stat, known.get(memory_file.rel_path), report)
+            if result is None:
+                continue
+            if isinstance(result, FileState):
+                unchanged.append(result)
+            else:
+                prepared.append(result)
+
+        with self._write_lock:
+            # Another process may have synced some of these files meanwhile.
+            current = self.state.files()
+            prepared = [p for p in prepared if not _same(current.get(p[1].path), p[1])]
+            removed = [p for p in removed if p in current or p in self._orphans]
+            if not prepared and not removed and not unchanged:
+                return
+            chunks = [c for _, _, file_chunks in prepared for c in file_chunks]
+            vectors = self._cached_vectors(chunks)
+            paths = [state.path for _, state, _ in prepared] + removed
+            self.store.replace_paths(paths, chunks, vectors)
+            with self.keywords.writer() as writer:
+                for path in paths:
+                    writer.delete_path(path)
+                writer.add_many((c.id, c.path, c.index_text, c.date) for c in chunks)
+            self.state.record_files([state for _, state, _ in prepared] + unchanged, removed)
+
+        for _, state, file_chunks in prepared:
+            (report.changed if state.path in known else report.added).append(state.path)
+            report.chunks_written += len(file_chunks)
+        report.removed.extend(removed)
+
+    def _prepare(
+        self, memory_file: MemoryFile, stat: os.stat_result, previous: FileState | None, report: SyncReport
+    ) -> tuple[MemoryFile, FileState, list[Chunk]] | FileState | None:
+        rel = memory_file.rel_path
+        if stat.st_size > MAX_FILE_BYTES:
+            report.skipped[rel] = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+            log.warning("skipping %s: %s", rel, report.skipped[rel])
+            return None
+        try:
+            data = memory_file.abs_path.read_bytes()
+            text = read_text(memory_file.abs_path) if data else ""
+        except UnicodeDecodeError:
+            report.skipped[rel] = "not valid UTF-8 text"
+            log.warning("skipping %s: not valid UTF-8 text", rel)
+            return None
+        except OSError as exc:
+            report.skipped[rel] = f"cannot read: {exc}"
+            log.warning("skipping %s: %s", rel, exc)
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        if previous and previous.hash == digest:
+            # Touched but not changed: remember the new mtime so the fast path works next time.
+            return FileState(rel, stat.st_mtime_ns, stat.st_size, digest, previous.chunks)
+        chunks = chunk_markdown(
+            text,
+            path=rel,
+            date=memory_file.date,
+            tokens=self.settings.chunking.tokens,
+            overlap=self.settings.chunking.overlap,
+        )
+        return memory_file, FileState(rel, stat.st_mtime_ns, stat.st_size, digest, len(chunks)), chunks
+
+    def _check_fingerprint(self, report: SyncReport) -> None:
+        wanted = json.dumps(self.fingerprint, sort_keys=True)
+        stored = self.state.get("fingerprint")
+        if stored == wanted:
+            return
+        if stored:
+            report.rebuilt = f"index fingerprint changed from {stored} to {wanted}"
+            log.warning("%s: rebuilding the index", report.rebuilt)
+            self.state.set("rebuild_reason", report.rebuilt)
+        self.store.reset()
+        with self.keywords.writer() as writer:
+            writer.delete_all()
+        self.state.clear_files()
+        self.state.set("fingerprint", wanted)
+        self.state.bump_generation()
+
+    def _orphan_paths(self) -> set[str]:
+        """Paths with rows in the index but no state row: left by a run killed mid-batch."""
+        expected = sum(f.chunks for f in self.state.files().values())
+        self.store.refresh()
+        self.keywords.reload()
+        if self.store.count() < expected or self.keywords.count() < expected:
+            # Rows went missing (an index folder deleted or damaged): re-sync every file.
+            log.warning("index holds fewer rows than its files need: re-syncing every file")
+            self.state.clear_files()
+            expected = 0
+        if self.store.count() == expected and self.keywords.count() == expected:
+            self._orphans = set()
+        else:
+            self._orphans = self.store.paths() - set(self.state.files())
+            if self.keywords.count() != self.store.count():
+                # Tantivy holds rows LanceDB does not: re-sync everything the keyword index may hold.
+                self._orphans |= self.keywords.all_paths() - set(self.state.files())
+        return self._orphans
+
+    def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, np.ndarray]:
+        if self.embedder is None or not chunks:
+            return {}
+        keys = {c.id: self._cache_key(c.index_text) for c in chunks}
+        found = self.cache.get_many(list(set(keys.values())))
+        return {cid: found[key] for cid, key in keys.items() if key in found}
+
+    def _cache_key(self, text: str) -> str:
+        e = self.embedder
+        assert e is not None
+        return cache_key(e.provider, e.model, e.dimensions, text)
+
+    # ----- phase 2 -------------------------------------------------------------------------
+    def backfill(
+        self,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> int:
+        """Embed chunks that have no vector yet. Returns how many got one in this call.
+
+        Returns 0 at once when another process is already embedding this workspace.
+        """
+        if self.embedder is None:
+            return 0
+        try:
+            self._embed_lock.acquire()
+        except Timeout:
+            log.info("another process is embedding this workspace; not embedding here")
+            return 0
+        try:
+            return self._backfill_locked(progress, should_stop)
+        finally:
+            self._embed_lock.release()
+
+    def _backfill_locked(self, progress: Progress | None, should_stop: Callable[[], bool] | None) -> int:
+        assert self.embedder is not None
+        batch_size = max(1, self.embedder.batch_size)
+        self.store.refresh()
+        total = self.store.count_missing_vectors()
+        done = 0
+        if progress:
+            progress("embeddings", 0, total)
+        while not (should_stop and should_stop()):
+            self.store.refresh()
+            rows = self.store.rows_missing_vectors(batch_size)
+            if rows.num_rows == 0:
+                break
+            texts = rows.column("index_text").to_pylist()
+            keys = [self._cache_key(t) for t in texts]
+            cached = self.cache.get_many(keys)
+            missing = [i for i, k in enumerate(keys) if k not in cached]
+            if missing:
+                fresh = self.embedder.embed_documents([texts[i] for i in missing])
+                new_entries = {keys[i]: fresh[j] for j, i in enumerate(missing)}
+                self.cache.put_many(new_entries)
+                cached.update(new_entries)
+            vectors = np.stack([cached[k] for k in keys])
+            with self._write_lock:
+                self.store.set_vectors(rows, vectors)
+                self.state.bump_generation()
+            done += rows.num_rows
+            if progress:
+                progress("embeddings", done, max(total, done))
+        if done:
+            with self._write_lock:
+                self.store.optimize()
+        return done
+
+
+def _same(a: FileState | None, b: FileState) -> bool:
+    return a is not None and a.hash == b.hash and a.mtime_ns == b.mtime_ns and a.size == b.size

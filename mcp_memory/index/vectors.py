@@ -1,0 +1,149 @@
+"""The chunk table in LanceDB: every chunk's citation data, text and (once embedded) vector.
+
+A chunk is written as soon as its file is synced, with a null vector; the embedding
+backfill fills vectors in later. So keyword search works within seconds of a first run,
+and an interrupted backfill simply continues with the chunks still missing a vector.
+
+``import lancedb`` takes seconds, so this module imports it only when a table is opened.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mcp_memory.chunking import Chunk
+
+log = logging.getLogger(__name__)
+
+TABLE_NAME = "chunks"
+
+
+def chunk_schema(dimensions: int) -> pa.Schema:
+    """Arrow schema of the chunk table; no vector column in keyword-only mode (dimensions 0)."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("start_line", pa.int32(), nullable=False),
+        pa.field("end_line", pa.int32(), nullable=False),
+        pa.field("date", pa.date32()),
+        pa.field("heading", pa.string()),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("index_text", pa.string(), nullable=False),
+    ]
+    if dimensions:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
+    return pa.schema(fields)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class VectorStore:
+    """The LanceDB chunk table at ``uri`` (a folder or an object-store URI)."""
+
+    def __init__(self, uri: str, dimensions: int):
+        import lancedb  # slow import: deferred until the index is really needed
+
+        self.uri = uri
+        self.dimensions = dimensions
+        self.schema = chunk_schema(dimensions)
+        self._db = lancedb.connect(uri)
+        self._table = self._open_or_create()
+
+    def _open_or_create(self) -> Any:
+        try:
+            table = self._db.open_table(TABLE_NAME)
+        except (FileNotFoundError, ValueError):
+            return self._db.create_table(TABLE_NAME, schema=self.schema, exist_ok=True)
+        if table.schema != self.schema:
+            # A different embedding size or an older layout: the fingerprint check should have
+            # caught this, but never write rows of the wrong shape.
+            log.warning("chunk table layout changed: recreating it")
+            return self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
+        return table
+
+    def reset(self) -> None:
+        """Drop every row (a full rebuild)."""
+        self._table = self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
+
+    def refresh(self) -> None:
+        """Look at the newest version (another process may have written)."""
+        self._table.checkout_latest()
+
+    @property
+    def version(self) -> int:
+        return int(self._table.version)
+
+    # ----- writing (caller holds the workspace write lock) ---------------------------------
+    def replace_paths(self, paths: Sequence[str], chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> None:
+        """Delete every row of ``paths`` and add ``chunks`` (with cached vectors where known)."""
+        for start in range(0, len(paths), 200):
+            part = paths[start : start + 200]
+            self._table.delete("path IN (" + ",".join(_sql_string(p) for p in part) + ")")
+        if chunks:
+            self._table.add(self._rows(chunks, vectors))
+
+    def set_vectors(self, rows: pa.Table, vectors: np.ndarray) -> int:
+        """Fill the vector of rows read by ``rows_missing_vectors``; rows deleted meanwhile stay deleted."""
+        column = pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(vectors, np.float32).ravel()), self.dimensions
+        )
+        index = rows.schema.get_field_index("vector")
+        rows = rows.set_column(index, self.schema.field("vector"), column)
+        result = self._table.merge_insert("id").when_matched_update_all().execute(rows)
+        return int(result.num_updated_rows)
+
+    def optimize(self) -> None:
+        """Compact small fragments left by many small writes (keeps recent versions for readers)."""
+        try:
+            self._table.optimize()
+        except Exception as exc:  # compaction is an optimisation, never a reason to fail a sync
+            log.warning("LanceDB optimize failed: %s", exc)
+
+    # ----- reading -------------------------------------------------------------------------
+    def count(self, where: str | None = None) -> int:
+        return int(self._table.count_rows(where))
+
+    def paths(self) -> set[str]:
+        """Distinct file paths that have rows."""
+        rows = self._table.search().select(["path"]).limit(max(self.count(), 1)).to_arrow()
+        return set(rows.column("path").to_pylist())
+
+    def count_missing_vectors(self) -> int:
+        return self.count("vector IS NULL") if self.dimensions else 0
+
+    def rows_missing_vectors(self, limit: int) -> pa.Table:
+        return self._table.search().where("vector IS NULL").limit(limit).to_arrow()
+
+    def to_arrow(self) -> pa.Table:
+        """Every row, for the in-memory search snapshot."""
+        return self._table.to_arrow()
+
+    def _rows(self, chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> pa.Table:
+        columns: dict[str, Any] = {
+            "id": [c.id for c in chunks],
+            "path": [c.path for c in chunks],
+            "start_line": [c.start_line for c in chunks],
+            "end_line": [c.end_line for c in chunks],
+            "date": [c.date for c in chunks],
+            "heading": [" > ".join(c.heading_path) for c in chunks],
+            "text": [c.text for c in chunks],
+            "index_text": [c.index_text for c in chunks],
+        }
+        if self.dimensions:
+            flat = np.zeros((len(chunks), self.dimensions), np.float32)
+            missing = np.ones(len(chunks), bool)
+            for i, chunk in enumerate(chunks):
+                if chunk.id in vectors:
+                    flat[i] = vectors[chunk.id]
+                    missing[i] = False
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(
+                pa.array(flat.ravel()), self.dimensions, mask=pa.array(missing)
+            )
+        return pa.Table.from_pydict(columns, schema=self.schema)

@@ -1,0 +1,321 @@
+"""Hybrid search: candidates from BM25 and vectors, fused, decayed, diversified, filtered.
+
+1. Candidates: the top ``max_results × candidate_multiplier`` from each index (more when
+   filters are set, so that filtering leaves enough).
+2. Fusion: each list's scores are min-max normalised over its own candidates, then
+   ``vector_weight × vector + text_weight × text``; a chunk missing from one list scores 0
+   there. When no vectors are ready (keyword-only mode, or embeddings still filling in),
+   the text score alone is used.
+3. Temporal decay: chunks of dated daily files are multiplied by ``0.5 ** (age / half_life)``;
+   evergreen files (``MEMORY.md``, topic files) never decay.
+4. MMR: results are picked greedily by ``λ × relevance − (1 − λ) × max similarity`` to what
+   was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
+   other memories. Similarity is the token Jaccard overlap of the two chunks.
+5. ``min_score`` and ``max_results`` cut the list.
+
+The vectors and chunk metadata live in memory as a snapshot of the LanceDB table, reloaded
+whenever the index generation changes; exact cosine search over a numpy matrix is faster
+than an ANN index at the sizes a memory reaches (and needs no minutes-long index build).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mcp_memory.config import SearchSettings
+from mcp_memory.embedding import Embedder
+from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
+
+MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
+
+
+class SearchError(ValueError):
+    """A search request that cannot be answered as asked (bad filter values)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str  # "memory" for MEMORY.md and memory/**, "extra" for configured extra paths
+    date: dt.date | None
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["date"] = self.date.isoformat() if self.date else None
+        data["citation"] = self.citation
+        return data
+
+
+@dataclass
+class SearchSnapshot:
+    """Chunk metadata and vectors of one index generation, held in memory for fast search."""
+
+    ids: list[str]
+    paths: list[str]
+    start_lines: np.ndarray
+    end_lines: np.ndarray
+    dates: list[dt.date | None]
+    texts: pa.ChunkedArray
+    row_of: dict[str, int]
+    vectors: np.ndarray  # (m, d) for the rows in vector_rows
+    vector_rows: np.ndarray  # row numbers that have a vector
+    has_vector: np.ndarray  # per row: True when the row has a vector
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> "SearchSnapshot":
+        ids = table.column("id").to_pylist()
+        if "vector" in table.column_names and table.num_rows:
+            column = table.column("vector").combine_chunks()
+            valid = np.asarray(column.is_valid())
+            vector_rows = np.flatnonzero(valid)
+            if len(vector_rows):
+                dims = column.type.list_size
+                flat = column.filter(pa.array(valid)).flatten().to_numpy(zero_copy_only=False)
+                vectors = np.ascontiguousarray(flat.reshape(len(vector_rows), dims), np.float32)
+            else:
+                vectors = np.zeros((0, 0), np.float32)
+        else:
+            vector_rows = np.zeros(0, np.int64)
+            vectors = np.zeros((0, 0), np.float32)
+        has_vector = np.zeros(len(ids), bool)
+        has_vector[vector_rows] = True
+        return cls(
+            ids=ids,
+            paths=table.column("path").to_pylist(),
+            start_lines=table.column("start_line").to_numpy(),
+            end_lines=table.column("end_line").to_numpy(),
+            dates=table.column("date").to_pylist(),
+            texts=table.column("text"),
+            row_of={cid: i for i, cid in enumerate(ids)},
+            vectors=vectors,
+            vector_rows=vector_rows,
+            has_vector=has_vector,
+        )
+
+    @classmethod
+    def empty(cls) -> "SearchSnapshot":
+        return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
+                   {}, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, bool))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class HybridSearcher:
+    """Answers queries from a snapshot plus the live keyword index."""
+
+    def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings):
+        self.keywords = keywords
+        self.embedder = embedder
+        self.settings = settings
+        self.snapshot = SearchSnapshot.empty()
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def set_snapshot(self, snapshot: SearchSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def search(
+        self,
+        query: str,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        path_prefix: str | None = None,
+        after: dt.date | None = None,
+        before: dt.date | None = None,
+        today: dt.date | None = None,
+    ) -> list[SearchHit]:
+        s = self.settings
+        k = s.max_results if max_results is None else int(max_results)
+        if k < 1:
+            raise SearchError("max_results must be at least 1")
+        k = min(k, 1000)
+        threshold = s.min_score if min_score is None else float(min_score)
+        if after and before and after > before:
+            raise SearchError(f"after ({after}) is later than before ({before})")
+        # Lone surrogates (legal in JSON, not in UTF-8) would break the embedder.
+        query = (query or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+        snap = self.snapshot
+        if not query.strip() or len(snap) == 0:
+            return []
+
+        allowed = self._filter_mask(snap, path_prefix, after, before)
+        filtered = allowed is not None
+        pool = k * s.candidate_multiplier
+        if filtered:
+            pool = max(pool * 10, 200)
+
+        text_scores = self._keyword_candidates(snap, query, pool, allowed, path_prefix, after, before)
+        vector_scores = self._vector_candidates(snap, query, pool, allowed)
+        fused = self._fuse(text_scores, vector_scores)
+        if not fused:
+            return []
+
+        today = today or dt.date.today()
+        if s.decay_enabled:
+            for row in fused:
+                date = snap.dates[row]
+                if date is not None:
+                    age = max(0, (today - date).days)
+                    fused[row] *= 0.5 ** (age / s.half_life_days)
+
+        ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
+        ranked = [(row, score) for row, score in ranked if score >= threshold]
+        if s.mmr_enabled and len(ranked) > 1:
+            ranked = _mmr(ranked[: max(k * 3, 20)], snap, s.mmr_lambda, k)
+        return [self._hit(snap, row, score, query) for row, score in ranked[:k]]
+
+    # ----- candidates ----------------------------------------------------------------------
+    def _keyword_candidates(self, snap: SearchSnapshot, query: str, pool: int, allowed: np.ndarray | None,
+                            path_prefix: str | None, after: dt.date | None,
+                            before: dt.date | None) -> dict[int, float]:
+        scores: dict[int, float] = {}
+        prefix = _clean_prefix(path_prefix) if path_prefix else None
+        for hit in self.keywords.search(query, pool, prefix, after, before):
+            row = snap.row_of.get(hit.id)
+            if row is not None and (allowed is None or allowed[row]):
+                scores[row] = hit.score
+        return scores
+
+    def _vector_candidates(self, snap: SearchSnapshot, query: str, pool: int,
+                           allowed: np.ndarray | None) -> dict[int, float]:
+        if self.embedder is None or len(snap.vector_rows) == 0:
+            return {}
+        qv = self._query_vector(query)
+        if qv.shape[0] != snap.vectors.shape[1]:
+            return {}
+        sims = snap.vectors @ qv
+        rows = snap.vector_rows
+        if allowed is not None:
+            keep = allowed[rows]
+            sims, rows = sims[keep], rows[keep]
+        if len(sims) == 0:
+            return {}
+        n = min(pool, len(sims))
+        top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+        return {int(rows[i]): float(sims[i]) for i in top}
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        assert self.embedder is not None
+        with self._lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached
+        vector = self.embedder.embed_query(query)
+        with self._lock:
+            self._query_vectors[query] = vector
+            while len(self._query_vectors) > 256:
+                self._query_vectors.popitem(last=False)
+        return vector
+
+    def _fuse(self, text: dict[int, float], vector: dict[int, float]) -> dict[int, float]:
+        wt, wv = self.settings.text_weight, self.settings.vector_weight
+        if not vector:
+            wt, wv = 1.0, 0.0
+        elif not text:
+            wt, wv = 0.0, 1.0
+        total = wt + wv
+        wt, wv = wt / total, wv / total
+        nt, nv = _min_max(text), _min_max(vector)
+        has_vector = self.snapshot.has_vector
+        fused: dict[int, float] = {}
+        for row in set(nt) | set(nv):
+            t = nt.get(row, 0.0)
+            # A chunk still waiting for its vector is judged by its keywords alone, rather
+            # than losing to every embedded neighbour while the backfill runs.
+            v = nv.get(row, 0.0) if has_vector[row] else t
+            fused[row] = wt * t + wv * v
+        return fused
+
+    # ----- filters and output ------------------------------------------------------------
+    def _filter_mask(self, snap: SearchSnapshot, path_prefix: str | None,
+                     after: dt.date | None, before: dt.date | None) -> np.ndarray | None:
+        if not path_prefix and not after and not before:
+            return None
+        mask = np.ones(len(snap), bool)
+        if path_prefix:
+            prefix = _clean_prefix(path_prefix)
+            mask &= np.array([p.startswith(prefix) for p in snap.paths], bool)
+        if after or before:
+            low, high = after or dt.date.min, before or dt.date.max
+            # Evergreen files have no date, so a date range leaves them out.
+            mask &= np.array([d is not None and low <= d <= high for d in snap.dates], bool)
+        return mask
+
+    def _hit(self, snap: SearchSnapshot, row: int, score: float, query: str) -> SearchHit:
+        path = snap.paths[row]
+        source = "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
+        return SearchHit(
+            path=path,
+            start_line=int(snap.start_lines[row]),
+            end_line=int(snap.end_lines[row]),
+            score=round(float(score), 4),
+            snippet=_snippet(snap.texts[row].as_py(), query, self.settings.snippet_chars),
+            source=source,
+            date=snap.dates[row],
+        )
+
+
+def _clean_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "/").removeprefix("./")
+
+
+def _min_max(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low < 1e-12:
+        return {row: 1.0 for row in scores}
+    return {row: (value - low) / (high - low) for row, value in scores.items()}
+
+
+def _mmr(ranked: list[tuple[int, float]], snap: SearchSnapshot, lam: float, k: int) -> list[tuple[int, float]]:
+    tokens = {row: set(keyword_tokens(snap.texts[row].as_py().lower())) for row, _ in ranked}
+    chosen: list[tuple[int, float]] = []
+    rest = list(ranked)
+    while rest and len(chosen) < k:
+        best_i, best_value = 0, -math.inf
+        for i, (row, score) in enumerate(rest):
+            similarity = max((_jaccard(tokens[row], tokens[c]) for c, _ in chosen), default=0.0)
+            value = lam * score - (1 - lam) * similarity
+            if value > best_value:
+                best_i, best_value = i, value
+        chosen.append(rest.pop(best_i))
+    return chosen
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _snippet(text: str, query: str, limit: int) -> str:
+    """The chunk text, or a window of ``limit`` characters around the first query word found."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    lowered = text.lower()
+    positions = [lowered.find(t) for t in keyword_tokens(query.lower()) if len(t) > 1]
+    positions = [p for p in positions if p >= 0]
+    start = max(0, min(positions) - limit // 4) if positions else 0
+    start = min(start, len(text) - limit)
+    piece = text[start : start + limit]
+    return ("…" if start > 0 else "") + piece + ("…" if start + limit < len(text) else "")

@@ -1,0 +1,165 @@
+"""Which files are memory, and safe access to them.
+
+The workspace is the source of truth. Memory files are:
+
+* ``MEMORY.md`` (curated, evergreen; ``memory.md`` is accepted too),
+* ``memory/YYYY-MM-DD.md`` (daily logs, dated by their name),
+* any other ``memory/**/*.md`` (topic files, evergreen),
+* ``extra_paths``: files or folders (recursive ``*.md``) from the settings.
+
+Symbolic links are never followed, and nothing outside this set is read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+log = logging.getLogger(__name__)
+
+_DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-_ ].*)?\.md$", re.IGNORECASE)
+MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped with a warning
+
+
+class PathError(ValueError):
+    """A path that is not a memory file of this workspace."""
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One markdown file that belongs to the memory."""
+
+    rel_path: str  # workspace-relative, POSIX separators; absolute for extra paths outside it
+    abs_path: Path
+    date: dt.date | None  # the day of a daily log; None for evergreen files
+
+    @property
+    def evergreen(self) -> bool:
+        return self.date is None
+
+
+def file_date(rel_path: str) -> dt.date | None:
+    """The date of a daily log (``memory/2026-11-26.md``), else None (evergreen)."""
+    parts = PurePosixPath(rel_path).parts
+    if len(parts) < 2 or parts[0] != "memory":
+        return None
+    match = _DAILY_NAME.match(parts[-1])
+    if not match:
+        return None
+    try:
+        return dt.date(int(match[1]), int(match[2]), int(match[3]))
+    except ValueError:
+        return None
+
+
+class Workspace:
+    """A folder of memory files plus configured extra paths."""
+
+    def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = ()):
+        self.root = Path(root)
+        self.extra_paths = [self._resolve_extra(p) for p in extra_paths]
+
+    def _resolve_extra(self, raw: str) -> Path:
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else self.root / path
+
+    def ensure_exists(self) -> None:
+        """Create the workspace folder (and ``memory/``) if missing."""
+        (self.root / "memory").mkdir(parents=True, exist_ok=True)
+
+    # ----- listing -------------------------------------------------------------------------
+    def list_files(self) -> list[MemoryFile]:
+        """Every memory file, sorted by relative path, without following symlinks."""
+        found: dict[str, MemoryFile] = {}
+        for name in ("MEMORY.md", "memory.md"):
+            path = self.root / name
+            if _is_regular_file(path):
+                rel = self.rel_path(path)
+                # On case-insensitive file systems both names are the same file: keep one.
+                if not any(os.path.samefile(path, f.abs_path) for f in found.values()):
+                    found[rel] = MemoryFile(rel, path, None)
+        for path in _walk_markdown(self.root / "memory"):
+            rel = self.rel_path(path)
+            found[rel] = MemoryFile(rel, path, file_date(rel))
+        for extra in self.extra_paths:
+            if extra.is_symlink():
+                log.warning("extra path %s is a symbolic link: skipped", extra)
+                continue
+            candidates = [extra] if extra.is_file() else _walk_markdown(extra)
+            for path in candidates:
+                if path.suffix.lower() != ".md" or not _is_regular_file(path):
+                    continue
+                rel = self.rel_path(path)
+                found.setdefault(rel, MemoryFile(rel, path, None))
+        return [found[k] for k in sorted(found)]
+
+    def rel_path(self, path: Path) -> str:
+        """Workspace-relative POSIX path, or the absolute POSIX path for files outside it."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    # ----- safe resolution -----------------------------------------------------------------
+    def resolve(self, rel_path: str) -> MemoryFile:
+        """Map a user-supplied path to one of the memory files, or raise PathError saying why.
+
+        Only paths that ``list_files`` would return are admitted, so ``../``, absolute paths
+        outside the extra paths, symlinks, and non-markdown files are all refused.
+        """
+        if not isinstance(rel_path, str) or not rel_path.strip():
+            raise PathError("path is empty")
+        if "\x00" in rel_path:
+            raise PathError("path contains a NUL character")
+        cleaned = rel_path.strip().replace("\\", "/")
+        while cleaned.startswith("./"):
+            cleaned = cleaned[2:]
+        if any(part == ".." for part in cleaned.split("/")):
+            raise PathError(f"{rel_path!r} leaves the workspace ('..' is not allowed)")
+        if not cleaned.lower().endswith(".md"):
+            raise PathError(f"{rel_path!r} is not a markdown memory file")
+        for memory_file in self.list_files():
+            if memory_file.rel_path == cleaned:
+                return memory_file
+        candidate = Path(cleaned) if cleaned.startswith("/") else self.root / cleaned
+        if candidate.is_symlink():
+            raise PathError(f"{rel_path!r} is a symbolic link; links are not followed")
+        if candidate.exists():
+            raise PathError(
+                f"{rel_path!r} is not a memory file (memory files are MEMORY.md, memory/**/*.md "
+                "and the configured extra paths)"
+            )
+        raise PathError(f"{rel_path!r} does not exist")
+
+
+def read_text(path: Path) -> str:
+    """Read a memory file as UTF-8; raises UnicodeDecodeError for binary or non-UTF-8 content."""
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise UnicodeDecodeError("utf-8", data[:1], 0, 1, "binary content (NUL byte)")
+    return data.decode("utf-8-sig")
+
+
+def _is_regular_file(path: Path) -> bool:
+    return not path.is_symlink() and path.is_file()
+
+
+def _walk_markdown(folder: Path) -> list[Path]:
+    """Recursive ``*.md`` under a folder; symlinked files and folders are skipped."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        base = Path(dirpath)
+        # Hidden folders (such as the index folder) and symlinked folders are not memory.
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()]
+        for name in filenames:
+            if name.lower().endswith(".md"):
+                path = base / name
+                if _is_regular_file(path):
+                    out.append(path)
+    return out

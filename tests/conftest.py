@@ -1,0 +1,67 @@
+"""Shared fixtures: workspaces in temp dirs, and a deterministic embedder for unit tests.
+
+``HashEmbedder`` is for tests whose subject is not embedding quality: it hashes keyword tokens
+into a bag-of-words vector, so texts sharing words are similar and results are repeatable.
+Integration tests use the real default embedder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcp_memory.config import Settings, load_settings
+from mcp_memory.embedding.base import Embedder, normalize
+from mcp_memory.index.keywords import keyword_tokens
+
+
+class HashEmbedder(Embedder):
+    provider = "test-hash"
+    model = "bag-of-words"
+    batch_size = 8
+
+    def __init__(self, dims: int = 64):
+        self._dims = dims
+        self.calls: list[int] = []  # batch sizes of embed_documents calls
+
+    @property
+    def dimensions(self) -> int:
+        return self._dims
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self._dims, np.float32)
+        for token in keyword_tokens(text.lower()):
+            h = int(hashlib.md5(token.encode()).hexdigest(), 16)
+            v[h % self._dims] += 1.0 if (h >> 8) % 2 else -1.0
+        if not v.any():
+            v[0] = 1.0
+        return normalize(v)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self._dims), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def settings(workspace: Path) -> Settings:
+    return load_settings(workspace, environ={})
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
