@@ -21,7 +21,6 @@ than an ANN index at the sizes a memory reaches (and needs no minutes-long index
 from __future__ import annotations
 
 import datetime as dt
-import math
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
@@ -290,14 +289,15 @@ def _mmr(ranked: list[tuple[int, float]], snap: SearchSnapshot, lam: float, k: i
     tokens = {row: set(keyword_tokens(snap.texts[row].as_py().lower())) for row, _ in ranked}
     chosen: list[tuple[int, float]] = []
     rest = list(ranked)
+    # Each candidate's highest similarity to anything chosen so far, updated once per pick.
+    closest = [0.0] * len(rest)
     while rest and len(chosen) < k:
-        best_i, best_value = 0, -math.inf
-        for i, (row, score) in enumerate(rest):
-            similarity = max((_jaccard(tokens[row], tokens[c]) for c, _ in chosen), default=0.0)
-            value = lam * score - (1 - lam) * similarity
-            if value > best_value:
-                best_i, best_value = i, value
-        chosen.append(rest.pop(best_i))
+        best = max(range(len(rest)), key=lambda i: lam * rest[i][1] - (1 - lam) * closest[i])
+        picked = rest.pop(best)
+        closest.pop(best)
+        chosen.append(picked)
+        for i, (row, _) in enumerate(rest):
+            closest[i] = max(closest[i], _jaccard(tokens[row], tokens[picked[0]]))
     return chosen
 
 
