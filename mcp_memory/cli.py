@@ -206,7 +206,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--workspace", "-w", help="workspace folder (default: $MCP_MEMORY_WORKSPACE or a per-user folder)")
     common.add_argument("--config", help="TOML settings file (default: <workspace>/mcp-memory.toml)")
     common.add_argument("--index-path", help="where the derived index lives (folder or LanceDB URI)")
-    common.add_argument("--embedder", choices=["local", "use", "openai", "none"], help="embedding provider")
+    common.add_argument("--embedder", choices=["local", "e5", "openai", "none"], help="embedding provider")
     common.add_argument("--verbose", "-v", action="count", help="log more to stderr (-vv: debug)")
 
     parser = argparse.ArgumentParser(

@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class EmbeddingSettings:
-    # "local" (multilingual-e5-small, offline), "use" (USE-multilingual, offline, numpy only),
+    # "local" (USE-multilingual v3, offline, numpy only), "e5" (multilingual-e5-small, offline),
     # "openai" (any OpenAI-compatible endpoint) or "none" (keyword search only).
     provider: str = "local"
     model: str = ""  # empty: the provider's default model
@@ -55,9 +55,11 @@ class SearchSettings:
     max_results: int = 6
     min_score: float = 0.0
     candidate_multiplier: int = 4
-    vector_weight: float = 0.5
-    text_weight: float = 0.5
-    decay_enabled: bool = True
+    vector_weight: float = 0.3
+    text_weight: float = 0.7
+    # Off by default: a 30-day half-life makes a relevant note from last year unfindable, which
+    # is wrong for a long-term memory (see docs/benchmarks.md). Turn on to favour recent notes.
+    decay_enabled: bool = False
     half_life_days: float = 30.0
     mmr_enabled: bool = True
     mmr_lambda: float = 0.7
@@ -224,9 +226,9 @@ def _parse_string(current: Any, raw: str) -> Any:
 
 
 def _validate(s: Settings) -> None:
-    if s.embedding.provider not in {"local", "use", "openai", "none"}:
+    if s.embedding.provider not in {"local", "e5", "openai", "none"}:
         raise ConfigError(
-            f"embedding.provider must be one of local, use, openai, none; got {s.embedding.provider!r}"
+            f"embedding.provider must be one of local, e5, openai, none; got {s.embedding.provider!r}"
         )
     if s.embedding.provider == "openai" and not s.embedding.model:
         raise ConfigError("embedding.provider = 'openai' needs embedding.model")

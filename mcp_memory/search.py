@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from mcp_memory.config import SearchSettings
 from mcp_memory.embedding import Embedder
 from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
 
+KEYWORD_CONFIDENCE = True
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
 
@@ -75,6 +76,13 @@ class SearchSnapshot:
     vectors: np.ndarray  # (m, d) for the rows in vector_rows
     vector_rows: np.ndarray  # row numbers that have a vector
     has_vector: np.ndarray  # per row: True when the row has a vector
+    _tokens: dict[int, frozenset[str]] = field(default_factory=dict)  # MMR's token sets, filled lazily
+
+    def tokens(self, row: int) -> frozenset[str]:
+        cached = self._tokens.get(row)
+        if cached is None:
+            cached = self._tokens[row] = frozenset(keyword_tokens(self.texts[row].as_py().lower()))
+        return cached
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> "SearchSnapshot":
@@ -160,9 +168,11 @@ class HybridSearcher:
         if filtered:
             pool = max(pool * 10, 200)
 
-        text_scores = self._keyword_candidates(snap, query, pool, allowed, path_prefix, after, before)
+        text_scores, text_confidence = self._keyword_candidates(
+            snap, query, pool, allowed, path_prefix, after, before
+        )
         vector_scores = self._vector_candidates(snap, query, pool, allowed)
-        fused = self._fuse(text_scores, vector_scores)
+        fused = self._fuse(text_scores, text_confidence, vector_scores)
         if not fused:
             return []
 
@@ -183,14 +193,18 @@ class HybridSearcher:
     # ----- candidates ----------------------------------------------------------------------
     def _keyword_candidates(self, snap: SearchSnapshot, query: str, pool: int, allowed: np.ndarray | None,
                             path_prefix: str | None, after: dt.date | None,
-                            before: dt.date | None) -> dict[int, float]:
+                            before: dt.date | None) -> tuple[dict[int, float], float]:
+        """Keyword scores by row, and how much of the query the best match covers (0..1)."""
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
-        for hit in self.keywords.search(query, pool, prefix, after, before):
+        result = self.keywords.search(query, pool, prefix, after, before)
+        for hit in result.hits:
             row = snap.row_of.get(hit.id)
             if row is not None and (allowed is None or allowed[row]):
                 scores[row] = hit.score
-        return scores
+        if not scores or result.query_weight <= 0:
+            return scores, 0.0
+        return scores, min(1.0, max(scores.values()) / result.query_weight)
 
     def _vector_candidates(self, snap: SearchSnapshot, query: str, pool: int,
                            allowed: np.ndarray | None) -> dict[int, float]:
@@ -224,7 +238,7 @@ class HybridSearcher:
                 self._query_vectors.popitem(last=False)
         return vector
 
-    def _fuse(self, text: dict[int, float], vector: dict[int, float]) -> dict[int, float]:
+    def _fuse(self, text: dict[int, float], text_confidence: float, vector: dict[int, float]) -> dict[int, float]:
         wt, wv = self.settings.text_weight, self.settings.vector_weight
         if not vector:
             wt, wv = 1.0, 0.0
@@ -233,6 +247,10 @@ class HybridSearcher:
         total = wt + wv
         wt, wv = wt / total, wv / total
         nt, nv = _min_max(text), _min_max(vector)
+        if vector and KEYWORD_CONFIDENCE:
+            # When the best keyword match covers little of the query (only common words, or
+            # an English query over Chinese notes), keyword ranks say little: scale them down.
+            nt = {row: value * text_confidence for row, value in nt.items()}
         has_vector = self.snapshot.has_vector
         fused: dict[int, float] = {}
         for row in set(nt) | set(nv):
@@ -286,7 +304,7 @@ def _min_max(scores: dict[int, float]) -> dict[int, float]:
 
 
 def _mmr(ranked: list[tuple[int, float]], snap: SearchSnapshot, lam: float, k: int) -> list[tuple[int, float]]:
-    tokens = {row: set(keyword_tokens(snap.texts[row].as_py().lower())) for row, _ in ranked}
+    tokens = {row: snap.tokens(row) for row, _ in ranked}
     chosen: list[tuple[int, float]] = []
     rest = list(ranked)
     # Each candidate's highest similarity to anything chosen so far, updated once per pick.
@@ -301,7 +319,7 @@ def _mmr(ranked: list[tuple[int, float]], snap: SearchSnapshot, lam: float, k: i
     return chosen
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)

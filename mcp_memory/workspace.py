@@ -16,8 +16,11 @@ import datetime as dt
 import logging
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +62,11 @@ def file_date(rel_path: str) -> dt.date | None:
 class Workspace:
     """A folder of memory files plus configured extra paths."""
 
-    def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = ()):
+    def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = (), lock_path: Path | None = None):
         self.root = Path(root)
         self.extra_paths = [self._resolve_extra(p) for p in extra_paths]
+        # Every edit of a memory file by this program happens under this lock, in any process.
+        self._lock = FileLock(str(lock_path or self.root / ".mcp-memory" / "files.lock"), timeout=60)
 
     def _resolve_extra(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -134,6 +139,67 @@ class Workspace:
                 "and the configured extra paths)"
             )
         raise PathError(f"{rel_path!r} does not exist")
+
+
+    # ----- edits (locked, atomic) ------------------------------------------------------------
+    def daily_path(self, day: dt.date) -> str:
+        return f"memory/{day.isoformat()}.md"
+
+    def append(self, rel_path: str, lines: list[str], new_file_header: str = "") -> tuple[int, int]:
+        """Append lines to a memory file (created with ``new_file_header`` if missing).
+
+        Returns the 1-based line range the new lines occupy. The file is rewritten atomically
+        under the workspace file lock, so concurrent appends from several processes all land.
+        """
+        path = self._writable(rel_path)
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            old = read_text(path) if path.exists() else new_file_header
+            if old and not old.endswith("\n"):
+                old += "\n"
+            start = old.count("\n") + 1
+            _atomic_write(path, old + "\n".join(lines) + "\n")
+        return start, start + len(lines) - 1
+
+    def remove_line(self, rel_path: str, line: int, expected: str) -> None:
+        """Delete one line, only if it still holds ``expected``; every other byte is kept."""
+        path = self._writable(rel_path)
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            text = read_text(path)
+            lines = text.splitlines(keepends=True)
+            if not 1 <= line <= len(lines) or lines[line - 1].rstrip("\r\n") != expected:
+                raise PathError(f"{rel_path} line {line} changed since it was read; nothing was removed")
+            del lines[line - 1]
+            _atomic_write(path, "".join(lines))
+
+    def _writable(self, rel_path: str) -> Path:
+        cleaned = rel_path.replace("\\", "/")
+        if cleaned != "MEMORY.md" and not cleaned.startswith("memory/"):
+            raise PathError(f"{rel_path!r}: only MEMORY.md and files under memory/ can be written")
+        if ".." in cleaned.split("/") or not cleaned.endswith(".md"):
+            raise PathError(f"{rel_path!r} is not a writable memory file")
+        path = self.root / cleaned
+        if path.is_symlink():
+            raise PathError(f"{rel_path!r} is a symbolic link; links are not followed")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it over: readers see old or new, never half."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_text(path: Path) -> str:

@@ -23,7 +23,8 @@ def test_defaults(workspace, settings):
     assert settings.embedding.provider == "local"
     assert settings.search.half_life_days == 30
     assert settings.search.mmr_lambda == pytest.approx(0.7)
-    assert settings.search.decay_enabled is True and settings.search.mmr_enabled is True
+    assert settings.search.decay_enabled is False and settings.search.mmr_enabled is True
+    assert (settings.search.vector_weight, settings.search.text_weight) == (0.3, 0.7)
     assert settings.extra_paths == []
     assert settings.index_dir == workspace.resolve() / ".mcp-memory"
     assert Path(settings.vector_uri).is_relative_to(settings.index_dir)
@@ -89,7 +90,7 @@ def test_missing_workspace_config_file_is_fine(workspace):
 
 # ----- precedence ------------------------------------------------------------------------------
 def test_precedence_file_then_environment_then_overrides(workspace):
-    config(workspace, '[search]\nmax_results = 10\ndecay_enabled = true\n[embedding]\nprovider = "use"\n')
+    config(workspace, '[search]\nmax_results = 10\ndecay_enabled = true\n[embedding]\nprovider = "e5"\n')
     environ = {
         "MCP_MEMORY_SEARCH_MAX_RESULTS": "9",
         "MCP_MEMORY_EMBEDDING_PROVIDER": "none",

@@ -90,7 +90,7 @@ def decay_files() -> dict[str, str]:
 
 @pytest.mark.parametrize("embedder", [None, HashEmbedder], ids=["keywords", "hybrid"])
 def test_newer_daily_note_outranks_an_older_identical_one_by_the_half_life(workspace, embedder):
-    memory = build(workspace, decay_files(), embedder=embedder)
+    memory = build(workspace, decay_files(), embedder=embedder, decay_enabled=True)
     hits = memory.search("giraffe migration plan", max_results=10, today=TODAY)
     by_path = {h.path: h for h in hits}
     new, old = by_path[f"memory/{day(1)}.md"], by_path[f"memory/{day(60)}.md"]
@@ -101,9 +101,15 @@ def test_newer_daily_note_outranks_an_older_identical_one_by_the_half_life(works
     assert new.score / old.score == pytest.approx(expected_ratio, rel=tolerance)
 
 
+def test_decay_is_off_by_default(workspace):
+    memory = build(workspace, decay_files(), embedder=None)
+    scores = {h.path: h.score for h in memory.search("giraffe migration plan", max_results=10, today=TODAY)}
+    assert scores[f"memory/{day(1)}.md"] == scores[f"memory/{day(60)}.md"] > 0
+
+
 def test_evergreen_memory_md_is_not_decayed_and_decay_can_be_switched_off(workspace):
     files = decay_files() | {"MEMORY.md": SAME}
-    memory = build(workspace, files, embedder=None)
+    memory = build(workspace, files, embedder=None, decay_enabled=True)
     on = {h.path: h.score for h in memory.search("giraffe migration plan", max_results=10, today=TODAY)}
     memory.settings.search.decay_enabled = False
     off = {h.path: h.score for h in memory.search("giraffe migration plan", max_results=10, today=TODAY)}
@@ -117,7 +123,7 @@ def test_evergreen_memory_md_is_not_decayed_and_decay_can_be_switched_off(worksp
 
 
 def test_decay_uses_the_given_today(workspace):
-    memory = build(workspace, decay_files(), embedder=None)
+    memory = build(workspace, decay_files(), embedder=None, decay_enabled=True)
     newer, older = f"memory/{day(1)}.md", f"memory/{day(60)}.md"
     # seen from the day after the older note, the older note is the fresh one
     hits = memory.search("giraffe migration plan", max_results=10, today=day(59))

