@@ -1,41 +1,41 @@
 """Speed benchmark: search latency at scale, indexing throughput, no-change re-sync.
 
 A hand-run benchmark, not a test. Every figure comes with a baseline measured in the same
-run, so on a noisy shared machine the numbers can be read as ratios:
+run, so on a noisy shared machine the numbers can be read as ratios. The embedder is the
+library's default (``embedding.provider``), or the one ``--provider`` names.
 
 1. Search latency at N chunks (``--sizes``, default 10000,100000). A workspace of topic files
    (``memory/topics/tNNNNN.md``, ~10 chunks each) and daily files (``memory/YYYY-MM-DD.md``)
    is written from LoCoMo conversation turns (``../shared/data/locomo/locomo10.json``, read in
    place, never copied into the repository) and chunked with the default settings (400/80).
-   Embedding 100k chunks for real is impossible on a laptop-class CPU, so ~400 distinct real
-   chunk texts are embedded once with the default embedder (cached under ``--root``), and the
-   workspace's embedding cache is pre-filled before the first sync: chunk j gets
+   Embedding 100k chunks for real is too slow on a small CPU, so 400 distinct real chunk
+   texts are embedded once (the vectors are kept under ``--root``), and the workspace's
+   embedding cache is pre-filled before the first sync: chunk j gets
    ``normalise(base[j % 400] + 0.05 * noise)``, keyed exactly as the indexer keys it. The
    first ``Memory.sync()`` then picks every vector up from the cache. The workspace is built
    in a child process (so the RSS figure of this process is that of a loaded index, not of
-   the build) and reused by later runs (a marker file records its size).
-   Measured: warm in-process ``Memory.search`` over 300 distinct LoCoMo questions after 20
-   warm-up queries (p50/p95/mean); baselines: ``embedder.embed_query`` alone on the same
-   queries, and BM25-only search (no query embedding). Search p50 minus embed p50 is the
-   engine's own cost; the same query searched a second time (its vector then comes from the
-   searcher's query cache) measures that cost directly, unaffected by the embedder's noise.
-2. Indexing throughput of the default embedder (chunks/s over 128 real chunks, batches of
+   the build) and reused by later runs (a marker file records its size and vector space).
+   Measured, interleaved per query: warm in-process ``Memory.search`` over 300 distinct
+   LoCoMo questions after 20 warm-up queries (p50/p95/mean); the same search again, its
+   query vector now cached (the engine's own cost, measured directly); baselines:
+   ``embedder.embed_query`` alone, and BM25-only search. Also: the first search after a
+   one-line edit of one file and its sync (the in-memory snapshot is reloaded).
+2. Indexing throughput of the embedder (chunks/s over 128 real chunks, batches of
    ``embedder.batch_size``), and the first-run ``mcp-memory index`` cost of a 200-chunk
    workspace split into sync (keyword search ready) and backfill (embeddings).
-3. No-change re-sync of 1,000 small files (keyword-only mode): a warm ``Memory`` and a fresh
+3. ``embed_query`` latency by default, with ``embedding.threads = 1`` and with
+   ``OMP_WAIT_POLICY=PASSIVE``, each in a fresh process, for the embedder in use and for the
+   OpenMP-based ``e5`` provider: on a small machine busy with other work, OpenMP's
+   spin-waiting can dominate every latency above.
+4. No-change re-sync of 1,000 small files (keyword-only mode): a warm ``Memory`` and a fresh
    one (``open()`` not timed); baseline: ``Workspace.list_files()`` plus ``os.stat`` of
    every file.
 
-Also: ``embed_query`` latency of the default embedder against ``embedding.threads = 1`` and
-``OMP_WAIT_POLICY=PASSIVE``, each in a fresh process (the OpenMP runtime reads its settings
-once per process): on a small machine that is busy with other work, the default's spin-waiting
-can dominate every latency above, and this shows it in the same run.
-
 A summary goes to stderr, the full JSON to stdout.
 
-    python bench/speed.py                          # 10k and 100k chunks (100k build: minutes)
+    python bench/speed.py                          # 10k and 100k chunks
     python bench/speed.py --sizes 10000            # or --skip-100k
-    python bench/speed.py --root /tmp/speed --json speed.json
+    python bench/speed.py --provider e5 --root /tmp/speed --json speed.json
 """
 
 from __future__ import annotations
@@ -657,9 +657,10 @@ def summary(results: dict) -> str:
     out.append(f"speed benchmark {results['date']}  {m['platform']}  {m['cpu']}  {m['cpu_count']} CPUs  "
                f"load {results['loadavg_start']} -> {results['loadavg_end']}")
     base = results["base_vectors"]
-    out.append(f"base vectors: {'reused' if base['reused'] else 'embedded now'} "
-               f"({base['ident']['model']}, {base['ident']['count']} chunks, "
-               f"{base['chunks_per_s']} chunks/s when made)")
+    e = results["embedder"]
+    out.append(f"embedder {e['model']} ({e['provider_setting']}, {e['dimensions']} dims, batch {e['batch_size']}); "
+               f"base vectors {'reused' if base['reused'] else 'embedded now'} "
+               f"({base['ident']['count']} chunks, {base['chunks_per_s']} chunks/s when made)")
     for r in results["search"]:
         b = r["build"]
         how = (f"reused (built {b.get('built')}, first sync {b['sync_s']}s)" if b["reused"]

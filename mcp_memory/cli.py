@@ -153,6 +153,35 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+
+    token = args.token or os.environ.get("MCP_MEMORY_TOKEN") or None
+    if args.transport != "stdio" and args.host not in _LOOPBACK and not token:
+        raise _UserError(
+            f"refusing to listen on {args.host} without a token: pass --token or set MCP_MEMORY_TOKEN "
+            "(only loopback addresses may be served without one)"
+        )
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    from mcp_memory.server import create_server
+
+    host_for_url = f"[{args.host}]" if ":" in args.host else args.host
+    path = "/sse" if args.transport == "sse" else "/mcp"
+    server = create_server(settings, token=token if args.transport != "stdio" else None,
+                           public_url=f"http://{host_for_url}:{args.port}{path}")
+    server.memory_service.start()  # type: ignore[attr-defined]
+    if args.transport == "stdio":
+        server.run()
+    elif args.transport == "sse":
+        server.run("sse", host=args.host, port=args.port)
+    else:
+        server.run("streamable-http", host=args.host, port=args.port)
+    return 0
+
+
 # ----- plumbing ----------------------------------------------------------------------------
 class _ProgressBars:
     """One tqdm bar per phase (files, embeddings), on stderr."""
@@ -235,6 +264,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", type=int, default=None, help="number of lines")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_get)
+
+    p = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
+    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP/SSE address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP/SSE port (default 8765)")
+    p.add_argument("--token", default=None,
+                   help="bearer token clients must send (HTTP/SSE; default $MCP_MEMORY_TOKEN); "
+                        "required when --host is not a loopback address")
+    p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser("status", parents=[common], help="what the index holds and its health")
     p.add_argument("--json", action="store_true")

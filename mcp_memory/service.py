@@ -1,0 +1,126 @@
+"""A ``Memory`` kept warm for a long-running process (the MCP server).
+
+Start-up must be fast: an MCP client waits for the handshake, and ``import lancedb`` alone
+takes seconds. So the service opens the memory in a background thread shortly after the
+process starts, syncs it, embeds what is missing, then watches the files and re-syncs
+after each burst of changes (debounced). Requests that need the memory wait for it to open.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mcp_memory.config import INDEX_DIRNAME, Settings
+
+if TYPE_CHECKING:
+    from mcp_memory.memory import Memory
+
+log = logging.getLogger(__name__)
+
+OPEN_TIMEOUT = 120.0  # seconds a request waits for the memory to open
+WATCH_DEBOUNCE_MS = 1500
+
+
+class MemoryService:
+    def __init__(self, settings: Settings, memory_factory: Callable[[Settings], "Memory"] | None = None,
+                 start_delay: float = 0.5, watch: bool = True):
+        self.settings = settings
+        self._factory = memory_factory
+        self._start_delay = start_delay
+        self._watch = watch
+        self._memory: Memory | None = None
+        self._error: BaseException | None = None
+        self._opened = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._listeners: list[Callable[[set[str]], None]] = []
+
+    # ----- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Open, sync, embed and watch in the background (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="mcp-memory-service", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def on_change(self, listener: Callable[[set[str]], None]) -> None:
+        """Call ``listener(paths)`` after a sync caused by file changes on disk."""
+        self._listeners.append(listener)
+
+    def memory(self, timeout: float = OPEN_TIMEOUT) -> "Memory":
+        """The open memory; starts it if needed and waits for it to open."""
+        self.start()
+        if not self._opened.wait(timeout):
+            raise TimeoutError(f"the memory index did not open within {timeout:.0f} s")
+        if self._error is not None:
+            raise RuntimeError(f"the memory index could not be opened: {self._error}") from self._error
+        assert self._memory is not None
+        return self._memory
+
+    @property
+    def ready(self) -> bool:
+        return self._opened.is_set() and self._error is None
+
+    # ----- the background thread -------------------------------------------------------------
+    def _run(self) -> None:
+        # Let the protocol handshake go first: heavy imports hold the interpreter for seconds.
+        if self._stop.wait(self._start_delay):
+            return
+        try:
+            from mcp_memory.memory import Memory
+
+            memory = (self._factory or Memory)(self.settings)
+            memory.open()
+            memory.sync()
+            self._memory = memory
+        except BaseException as exc:  # reported to every request instead of crashing the server
+            log.exception("could not open the memory index")
+            self._error = exc
+            self._opened.set()
+            return
+        self._opened.set()
+        self._backfill(memory)
+        if self._watch:
+            self._watch_files(memory)
+
+    def _backfill(self, memory: "Memory") -> None:
+        try:
+            memory.backfill(should_stop=self._stop.is_set)
+        except Exception:
+            log.exception("embedding in the background failed")
+
+    def _watch_files(self, memory: "Memory") -> None:
+        from watchfiles import watch
+
+        roots = [self.settings.workspace, *[p for p in memory.workspace.extra_paths if p.exists()]]
+        try:
+            for changes in watch(*roots, watch_filter=_is_memory_change, debounce=WATCH_DEBOUNCE_MS,
+                                 stop_event=self._stop, raise_interrupt=False, recursive=True):
+                paths = {memory.workspace.rel_path(Path(p)) for _, p in changes}
+                try:
+                    report = memory.sync()
+                except Exception:
+                    log.exception("sync after a file change failed")
+                    continue
+                if report.touched:
+                    self._backfill(memory)
+                    for listener in list(self._listeners):
+                        try:
+                            listener(paths)
+                        except Exception:
+                            log.exception("change listener failed")
+        except Exception:
+            log.exception("file watcher stopped")
+
+
+def _is_memory_change(_change: object, path: str) -> bool:
+    parts = Path(path).parts
+    return path.lower().endswith(".md") and INDEX_DIRNAME not in parts and not any(
+        p.startswith(".") for p in parts[-3:-1]
+    )
