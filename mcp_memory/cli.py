@@ -165,7 +165,6 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             f"refusing to listen on {args.host} without a token: pass --token or set MCP_MEMORY_TOKEN "
             "(only loopback addresses may be served without one)"
         )
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)
     from mcp_memory.server import create_server
 
     host_for_url = f"[{args.host}]" if ":" in args.host else args.host

@@ -11,8 +11,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from pydantic import BaseModel, Field
 
 from mcp.server import MCPServer
@@ -20,6 +25,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import UserMessage
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.types import ToolAnnotations
 
 from mcp_memory import __version__
@@ -129,8 +136,36 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             "auth": AuthSettings(issuer_url=base, resource_server_url=base, required_scopes=["memory"],
                                  validate_token_resource=False),
         }
-    server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, **auth_kwargs)
+    bus = InMemorySubscriptionBus()
+    loop_token: list[Any] = []
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        # Remember the event loop, so the file watcher's thread can publish change events on it.
+        if not loop_token:
+            loop_token.append(anyio.lowlevel.current_token())
+        yield None
+
+    server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
+                       subscriptions=bus, **auth_kwargs)
     server.memory_service = service  # type: ignore[attr-defined]  # for the CLI and tests
+
+    def notify_changed(paths: set[str]) -> None:
+        """Tell listening clients (2026-07-28 ``subscriptions/listen``) that files changed."""
+        if not loop_token:
+            return
+
+        async def publish() -> None:
+            await bus.publish(ResourcesListChanged())
+            for path in sorted(paths):
+                await bus.publish(ResourceUpdated(uri=f"memory://files/{path}"))
+
+        try:
+            anyio.from_thread.run(publish, token=loop_token[0])
+        except Exception:  # a closed loop at shutdown: nobody is listening any more
+            log.debug("could not publish a change event", exc_info=True)
+
+    service.on_change(notify_changed)
 
     def memory() -> Any:
         try:
@@ -188,6 +223,8 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         m = result.memory
+        if result.stored:
+            notify_changed({m.path})
         message = (f"stored at {m.path}#L{m.line}" if result.stored
                    else f"not stored: a near-identical memory exists at {m.path}#L{m.line}")
         return StoreResultModel(stored=result.stored, path=m.path, line=m.line, text=m.text,
@@ -210,6 +247,8 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             result = memory().forget(query, path, line, confirm)
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
+        if result.removed:
+            notify_changed({result.removed.path})
         return ForgetResultModel(
             removed=_line_model(result.removed) if result.removed else None,
             candidates=[_line_model(c) for c in result.candidates],

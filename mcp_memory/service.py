@@ -98,6 +98,7 @@ class MemoryService:
     def _watch_files(self, memory: "Memory") -> None:
         from watchfiles import watch
 
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO
         roots = [self.settings.workspace, *[p for p in memory.workspace.extra_paths if p.exists()]]
         try:
             for changes in watch(*roots, watch_filter=_is_memory_change, debounce=WATCH_DEBOUNCE_MS,
