@@ -293,7 +293,7 @@ class Memory:
             if duplicate is not None:
                 return StoreResult(False, duplicate)
             day = today or dt.date.today()
-            rel = "MEMORY.md" if evergreen else self.workspace.daily_path(day)
+            rel = self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day)
             header = "# Memory\n\n" if evergreen else f"# {day.isoformat()}\n\n"
             line_text = f"- [{category}] {text}" if category else f"- {text}"
             start, _ = self.workspace.append(rel, [line_text], new_file_header=header)

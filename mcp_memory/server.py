@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import anyio
 import anyio.from_thread
@@ -25,6 +26,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import UserMessage
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.types import ToolAnnotations
@@ -158,7 +160,7 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         async def publish() -> None:
             await bus.publish(ResourcesListChanged())
             for path in sorted(paths):
-                await bus.publish(ResourceUpdated(uri=f"memory://files/{path}"))
+                await bus.publish(ResourceUpdated(uri=file_uri(path)))
 
         try:
             anyio.from_thread.run(publish, token=loop_token[0])
@@ -287,10 +289,13 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
     def files_resource() -> str:
         files = memory().list_files()
         return json.dumps([{"path": f.path, "size": f.size, "date": f.date.isoformat() if f.date else None,
-                            "evergreen": f.evergreen, "uri": f"memory://files/{f.path}"} for f in files],
+                            "evergreen": f.evergreen, "uri": file_uri(f.path)} for f in files],
                           ensure_ascii=False)
 
-    @server.resource("memory://files/{+path}", mime_type="text/markdown", description="A memory file's text")
+    # Absolute paths are admitted here because configured extra paths may live outside the
+    # workspace; Memory.get still refuses anything that is not a memory file.
+    @server.resource("memory://files/{+path}", mime_type="text/markdown", description="A memory file's text",
+                     security=ResourceSecurity(reject_absolute_paths=False))
     def file_resource(path: str) -> str:
         from mcp_memory.memory import PathError
         from mcp.server.mcpserver.exceptions import ResourceError
@@ -310,6 +315,11 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         return json.dumps(memory().status(), ensure_ascii=False)
 
     return server
+
+
+def file_uri(path: str) -> str:
+    """The resource URI of a memory file (characters such as '#' and '?' percent-encoded)."""
+    return "memory://files/" + quote(path, safe="/")
 
 
 def _line_model(line: Any) -> MemoryLineModel:

@@ -142,6 +142,12 @@ class Workspace:
 
 
     # ----- edits (locked, atomic) ------------------------------------------------------------
+    def evergreen_path(self) -> str:
+        """The curated file: an existing ``memory.md`` is used as it is, else ``MEMORY.md``."""
+        if not (self.root / "MEMORY.md").exists() and _is_regular_file(self.root / "memory.md"):
+            return "memory.md"
+        return "MEMORY.md"
+
     def daily_path(self, day: dt.date) -> str:
         return f"memory/{day.isoformat()}.md"
 
@@ -166,16 +172,17 @@ class Workspace:
         path = self._writable(rel_path)
         Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            text = read_text(path)
-            lines = text.splitlines(keepends=True)
-            if not 1 <= line <= len(lines) or lines[line - 1].rstrip("\r\n") != expected:
+            # Lines are split at "\n" only, as everywhere else (U+2028 or a form feed is text).
+            lines = read_text(path).split("\n")
+            count = len(lines) - 1 if lines[-1] == "" else len(lines)
+            if not 1 <= line <= count or lines[line - 1].rstrip("\r") != expected:
                 raise PathError(f"{rel_path} line {line} changed since it was read; nothing was removed")
             del lines[line - 1]
-            _atomic_write(path, "".join(lines))
+            _atomic_write(path, "\n".join(lines))
 
     def _writable(self, rel_path: str) -> Path:
         cleaned = rel_path.replace("\\", "/")
-        if cleaned != "MEMORY.md" and not cleaned.startswith("memory/"):
+        if cleaned not in ("MEMORY.md", "memory.md") and not cleaned.startswith("memory/"):
             raise PathError(f"{rel_path!r}: only MEMORY.md and files under memory/ can be written")
         if ".." in cleaned.split("/") or not cleaned.endswith(".md"):
             raise PathError(f"{rel_path!r} is not a writable memory file")
