@@ -50,6 +50,9 @@ class SearchHit:
     snippet: str
     source: str  # "memory" for MEMORY.md and memory/**, "extra" for configured extra paths
     date: dt.date | None
+    # Absolute relevance signals (the fused score is relative to the other candidates):
+    keyword_coverage: float = 0.0  # share of the query's distinct keyword terms found in the chunk
+    vector_similarity: float | None = None  # cosine to the query; None without a vector
 
     @property
     def citation(self) -> str:
@@ -77,6 +80,7 @@ class SearchSnapshot:
     vector_rows: np.ndarray  # row numbers that have a vector
     has_vector: np.ndarray  # per row: True when the row has a vector
     _tokens: dict[int, frozenset[str]] = field(default_factory=dict)  # MMR's token sets, filled lazily
+    terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms, filled lazily
 
     def tokens(self, row: int) -> frozenset[str]:
         cached = self._tokens.get(row)
@@ -188,13 +192,25 @@ class HybridSearcher:
         ranked = [(row, score) for row, score in ranked if score >= threshold]
         if s.mmr_enabled and len(ranked) > 1:
             ranked = _mmr(ranked[: max(k * 3, 20)], snap, s.mmr_lambda, k)
-        return [self._hit(snap, row, score, query) for row, score in ranked[:k]]
+        query_terms = set(self.keywords.query_terms(query))
+        return [
+            self._hit(snap, row, score, query,
+                      len(query_terms & self._row_terms(snap, row)) / len(query_terms) if query_terms else 0.0,
+                      vector_scores.get(row))
+            for row, score in ranked[:k]
+        ]
+
+    def _row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
+        cached = snap.terms.get(row)
+        if cached is None:
+            cached = snap.terms[row] = self.keywords.terms(snap.texts[row].as_py())
+        return cached
 
     # ----- candidates ----------------------------------------------------------------------
     def _keyword_candidates(self, snap: SearchSnapshot, query: str, pool: int, allowed: np.ndarray | None,
                             path_prefix: str | None, after: dt.date | None,
                             before: dt.date | None) -> tuple[dict[int, float], float]:
-        """Keyword scores by row, and how much of the query the best match covers (0..1)."""
+        """Keyword scores by row, and how much of the query's IDF weight the best match covers (0..1)."""
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
         result = self.keywords.search(query, pool, prefix, after, before)
@@ -276,7 +292,8 @@ class HybridSearcher:
             mask &= np.array([d is not None and low <= d <= high for d in snap.dates], bool)
         return mask
 
-    def _hit(self, snap: SearchSnapshot, row: int, score: float, query: str) -> SearchHit:
+    def _hit(self, snap: SearchSnapshot, row: int, score: float, query: str, coverage: float,
+             similarity: float | None) -> SearchHit:
         path = snap.paths[row]
         source = "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
         return SearchHit(
@@ -287,6 +304,8 @@ class HybridSearcher:
             snippet=_snippet(snap.texts[row].as_py(), query, self.settings.snippet_chars),
             source=source,
             date=snap.dates[row],
+            keyword_coverage=round(coverage, 4),
+            vector_similarity=None if similarity is None else round(similarity, 4),
         )
 
 

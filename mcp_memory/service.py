@@ -78,6 +78,7 @@ class MemoryService:
             memory = (self._factory or Memory)(self.settings)
             memory.open()
             memory.sync()
+            memory.warm_up()
             self._memory = memory
         except BaseException as exc:  # reported to every request instead of crashing the server
             log.exception("could not open the memory index")

@@ -382,3 +382,21 @@ def test_filtered_keyword_search_finds_a_match_ranked_low_overall(workspace):
     assert len(memory.search("marmot project", max_results=1000)) == 251
     assert names(memory.search("marmot project", path_prefix="memory/2026")) == ["memory/2026-03-05.md"]
     assert names(memory.search("marmot project", after="2026-03-01")) == ["memory/2026-03-05.md"]
+
+
+def test_hits_carry_absolute_relevance_signals(workspace):
+    memory = build(workspace, {"memory/pets.md": "# Pets\n\nThe user's cat is called Miso.\n",
+                               "memory/work.md": "# Work\n\nDeploys happen on Tuesdays.\n"})
+    hits = {h.path: h for h in memory.search("cat called Miso", max_results=5)}
+    assert hits["memory/pets.md"].keyword_coverage > 0.5
+    assert hits["memory/pets.md"].vector_similarity is not None
+    if "memory/work.md" in hits:
+        assert hits["memory/work.md"].keyword_coverage < hits["memory/pets.md"].keyword_coverage
+
+
+def test_recall_leaves_out_unrelated_memories(workspace):
+    memory = build(workspace, {"memory/pets.md": "# Pets\n\nThe user's cat is called Miso.\n",
+                               "memory/work.md": "# Work\n\nDeploys happen on Tuesdays.\n"})
+    block = memory.recall("what is the name of my cat Miso?")
+    assert "memory/pets.md" in block and "memory/work.md" not in block
+    assert memory.recall("quantum chromodynamics lecture schedule") == ""

@@ -22,6 +22,9 @@ class Embedder(ABC):
     provider: str = ""
     model: str = ""
     batch_size: int = 32
+    # Cosine similarity above which a passage is taken as related to a query (used to leave
+    # unrelated memories out of recall). Each model has its own scale.
+    relevance_floor: float = 0.5
 
     @property
     @abstractmethod

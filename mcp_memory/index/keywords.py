@@ -154,6 +154,14 @@ class KeywordIndex:
                         return terms
         return terms
 
+    def terms(self, text: str) -> frozenset[str]:
+        """The analysed terms of a text, as the index holds them."""
+        tokens = keyword_tokens(text)
+        out: set[str] = set()
+        for start in range(0, len(tokens), 512):
+            out.update(self._analyzer.analyze(" ".join(tokens[start : start + 512])))
+        return frozenset(out)
+
     def search(
         self,
         text: str,

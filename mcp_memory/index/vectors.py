@@ -122,8 +122,16 @@ class VectorStore:
         return self._table.search().where("vector IS NULL").limit(limit).to_arrow()
 
     def to_arrow(self) -> pa.Table:
-        """Every row, for the in-memory search snapshot."""
+        """Every row and column."""
         return self._table.to_arrow()
+
+    def snapshot_rows(self) -> pa.Table:
+        """Every row, with just the columns search keeps in memory (not index_text or heading)."""
+        columns = ["id", "path", "start_line", "end_line", "date", "text"] + (["vector"] if self.dimensions else [])
+        total = self.count()
+        if total == 0:
+            return self.schema.empty_table().select(columns)
+        return self._table.search().select(columns).limit(total).to_arrow()
 
     def _rows(self, chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> pa.Table:
         columns: dict[str, Any] = {
