@@ -200,21 +200,13 @@ class Memory:
         if not isinstance(query, str):
             raise SearchError("query must be a string")
         self._refresh_snapshot()
+        args = (query, max_results, min_score, path_prefix, _as_date(after, "after"), _as_date(before, "before"), today)
         try:
-            return self.searcher.search(
-                query, max_results, min_score, path_prefix, _as_date(after, "after"), _as_date(before, "before"), today
-            )
+            return self.searcher.search(*args)
         except EmbeddingError as exc:
             # The embedding endpoint is down: answer from keywords rather than fail.
             self._note_degraded(f"query embedding failed: {exc}")
-            embedder, self.searcher.embedder = self.searcher.embedder, None
-            try:
-                return self.searcher.search(
-                    query, max_results, min_score, path_prefix, _as_date(after, "after"),
-                    _as_date(before, "before"), today,
-                )
-            finally:
-                self.searcher.embedder = embedder
+            return self.searcher.search(*args, use_vectors=False)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> FileLines:
         """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""

@@ -151,6 +151,7 @@ class HybridSearcher:
         after: dt.date | None = None,
         before: dt.date | None = None,
         today: dt.date | None = None,
+        use_vectors: bool = True,
     ) -> list[SearchHit]:
         s = self.settings
         k = s.max_results if max_results is None else int(max_results)
@@ -175,7 +176,7 @@ class HybridSearcher:
         text_scores, text_confidence = self._keyword_candidates(
             snap, query, pool, allowed, path_prefix, after, before
         )
-        vector_scores = self._vector_candidates(snap, query, pool, allowed)
+        vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
         fused = self._fuse(text_scores, text_confidence, vector_scores)
         if not fused:
             return []
