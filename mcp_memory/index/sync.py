@@ -107,11 +107,6 @@ class Indexer:
         self.fingerprint = fingerprint(settings, embedder)
         self._orphans: set[str] = set()
 
-    # ----- locking -------------------------------------------------------------------------
-    def write_lock(self) -> FileLock:
-        """The workspace write lock (re-entrant within a process)."""
-        return self._write_lock
-
     # ----- phase 1 -------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, only: Collection[str] | None = None) -> SyncReport:
         """Sync every file, or just the paths in ``only`` (after an edit by this program)."""
