@@ -43,7 +43,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -60,6 +59,9 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from importlib.metadata import version  # noqa: E402
+
+from machine import loadavg, machine  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -214,26 +216,6 @@ def ms_stats(values: list[float]) -> dict[str, float]:
 def s_stats(values: list[float]) -> dict[str, Any]:
     return {"runs_s": [round(v, 3) for v in values], "median_s": round(statistics.median(values), 3),
             "min_s": round(min(values), 3)}
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def machine() -> dict[str, Any]:
-    from importlib.metadata import version
-
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": model,
-            "cpu_count": os.cpu_count(), "mcp": version("mcp"), "executable": sys.executable,
-            "thread_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))}}
 
 
 def server_env() -> dict[str, str]:
@@ -678,7 +660,7 @@ def main() -> None:
 
     run_started = time.perf_counter()
     results: dict[str, Any] = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                               "machine": machine(), "loadavg_start": loadavg()}
+                               "machine": machine(mcp=version("mcp")), "loadavg_start": loadavg()}
     data = json.loads(args.data.read_text(encoding="utf-8"))
     questions = load_questions(data)
     picked = random.Random(42).sample(questions, WARMUP_QUERIES + args.queries) if args.queries else []

@@ -45,7 +45,6 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import random
 import resource
 import shutil
@@ -63,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp_memory.chunking import chunk_markdown, estimate_tokens  # noqa: E402
 from mcp_memory.config import load_settings  # noqa: E402
+from machine import loadavg, machine  # noqa: E402
 from mcp_memory.embedding import create_embedder, normalize  # noqa: E402
 from mcp_memory.embedding.cache import EmbeddingCache, cache_key  # noqa: E402
 from mcp_memory.memory import Memory  # noqa: E402
@@ -194,21 +194,6 @@ def rss_mb() -> dict[str, float]:
     return {"maxrss_mb": round(maxrss_kb / 1024, 1), "current_rss_mb": current}
 
 
-def machine() -> dict[str, Any]:
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": model,
-            "cpu_count": os.cpu_count(), "numpy": np.__version__,
-            "threadpoolctl": _has_threadpoolctl(),
-            "thread_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))}}
-
-
 def embedder_ident(embedder: Any) -> dict[str, Any]:
     """What a vector space is keyed by (the embedding cache and the index fingerprint)."""
     return {"provider": embedder.provider, "model": embedder.model, "dimensions": int(embedder.dimensions)}
@@ -216,10 +201,6 @@ def embedder_ident(embedder: Any) -> dict[str, Any]:
 
 def provider_overrides(provider: str | None) -> dict[str, Any]:
     return {"embedding.provider": provider} if provider else {}
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def progress_printer(label: str):
@@ -783,7 +764,7 @@ def main() -> None:
 
     run_started = time.perf_counter()
     results: dict[str, Any] = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                               "machine": machine(), "loadavg_start": loadavg(), "root": str(root)}
+                               "machine": machine(numpy=np.__version__, threadpoolctl=_has_threadpoolctl()), "loadavg_start": loadavg(), "root": str(root)}
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.skip_100k:
         sizes = [s for s in sizes if s != 100_000]

@@ -1,0 +1,28 @@
+"""What every benchmark prints beside its figures: the machine, and how loaded it was."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine(**extra: Any) -> dict[str, Any]:
+    """Platform, CPU model and count, Python, thread settings, plus ``extra`` versions."""
+    model = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": model,
+            "cpu_count": os.cpu_count(), "executable": sys.executable, **extra,
+            "thread_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))}}
