@@ -22,6 +22,7 @@ from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
+from mcp_memory.safety import find_secrets, looks_like_injection
 from mcp_memory.search import HybridSearcher, SearchError, SearchHit, SearchSnapshot
 from mcp_memory.workspace import PathError, Workspace, read_text
 
@@ -287,6 +288,12 @@ class Memory:
             raise MemoryInputError("text is empty: nothing to store")
         if len(text) > MAX_MEMORY_CHARS:
             raise MemoryInputError(f"text is {len(text)} characters; a memory holds at most {MAX_MEMORY_CHARS}")
+        secrets = find_secrets(text)
+        if secrets:
+            kinds = ", ".join(sorted({m.kind for m in secrets}))
+            raise MemoryInputError(f"not stored: the text contains a secret ({kinds}); secrets are never written to memory")
+        if looks_like_injection(text):
+            raise MemoryInputError("not stored: the text reads as instructions to a model, not as a fact to remember")
         category = " ".join((category or "").split()).lower()
         if category and not all(c.isalnum() or c in "-_ " for c in category):
             raise MemoryInputError("category may hold letters, digits, spaces, '-' and '_' only")
