@@ -101,9 +101,16 @@ class MemoryService:
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO
         roots = [self.settings.workspace, *[p for p in memory.workspace.extra_paths if p.exists()]]
+        caught_up = False
         try:
+            # yield_on_timeout: an empty batch once a second tells us the watcher is running, so
+            # one more sync then catches edits made between the first sync and the watch start.
             for changes in watch(*roots, watch_filter=_is_memory_change, debounce=WATCH_DEBOUNCE_MS,
-                                 stop_event=self._stop, raise_interrupt=False, recursive=True):
+                                 stop_event=self._stop, raise_interrupt=False, recursive=True,
+                                 rust_timeout=1000, yield_on_timeout=True):
+                if not changes and caught_up:
+                    continue
+                caught_up = True
                 paths = {memory.workspace.rel_path(Path(p)) for _, p in changes}
                 try:
                     report = memory.sync()
