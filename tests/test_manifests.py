@@ -1,0 +1,47 @@
+"""Every client manifest parses and names a command line mcp-memory accepts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import mcp_memory
+from mcp_memory.cli import _parser
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
+CLIENT_FILES = ["claude-code.mcp.json", "claude-desktop.json", "cursor.mcp.json", "vscode.mcp.json"]
+
+
+def _servers(data: dict) -> dict:
+    return data.get("mcpServers") or data.get("servers") or {}
+
+
+@pytest.mark.parametrize("name", CLIENT_FILES)
+def test_client_manifest_starts_a_real_command(name):
+    data = json.loads((MANIFESTS / name).read_text(encoding="utf-8"))
+    servers = _servers(data)
+    assert "memory" in servers
+    entry = servers["memory"]
+    assert entry["command"] == "mcp-memory"
+    # The console script exists in this environment (installed by pip install .)
+    assert shutil.which("mcp-memory") or (Path(sys.executable).parent / "mcp-memory").exists()
+    args = _parser().parse_args(entry["args"])
+    assert args.command == "serve" and args.transport == "stdio"
+    assert entry.get("env", {}).get("MCP_MEMORY_WORKSPACE")
+
+
+def test_registry_server_json_matches_the_package():
+    data = json.loads((MANIFESTS / "server.json").read_text(encoding="utf-8"))
+    assert data["$schema"].startswith("https://static.modelcontextprotocol.io/schemas/")
+    assert data["name"].count("/") == 1
+    assert data["version"] == mcp_memory.__version__
+    (package,) = data["packages"]
+    assert package["registryType"] == "pypi" and package["identifier"] == "mcp-memory"
+    assert package["version"] == mcp_memory.__version__
+    assert package["transport"] == {"type": "stdio"}
+    args = [a["value"] for a in package["packageArguments"]]
+    assert _parser().parse_args(args).command == "serve"
