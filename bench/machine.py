@@ -26,3 +26,13 @@ def machine(**extra: Any) -> dict[str, Any]:
     return {"platform": platform.platform(), "python": platform.python_version(), "cpu": model,
             "cpu_count": os.cpu_count(), "executable": sys.executable, **extra,
             "thread_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))}}
+
+
+def emit(results: dict[str, Any], summary: str, json_path: Path | None) -> None:
+    """The human summary to stderr; all figures as JSON to stdout (and to ``json_path``)."""
+    import json
+
+    print(summary, file=sys.stderr)
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=2))
+    print(json.dumps(results))

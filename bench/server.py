@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from importlib.metadata import version  # noqa: E402
 
-from machine import loadavg, machine  # noqa: E402
+from machine import emit, loadavg, machine  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -678,10 +678,7 @@ def main() -> None:
     results["loadavg_end"] = loadavg()
     results["total_s"] = round(time.perf_counter() - run_started, 1)
 
-    print(summary(results), file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    print(json.dumps(results))
+    emit(results, summary(results), args.json)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp_memory.chunking import chunk_markdown, estimate_tokens  # noqa: E402
 from mcp_memory.config import load_settings  # noqa: E402
-from machine import loadavg, machine  # noqa: E402
+from machine import emit, loadavg, machine  # noqa: E402
 from mcp_memory.embedding import create_embedder, normalize  # noqa: E402
 from mcp_memory.embedding.cache import EmbeddingCache, cache_key  # noqa: E402
 from mcp_memory.memory import Memory  # noqa: E402
@@ -807,10 +807,7 @@ def main() -> None:
     results["loadavg_end"] = loadavg()
     results["total_s"] = round(time.perf_counter() - run_started, 1)
 
-    print(summary(results), file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    print(json.dumps(results))
+    emit(results, summary(results), args.json)
 
 
 if __name__ == "__main__":
