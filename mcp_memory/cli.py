@@ -87,7 +87,7 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
             )
         except SearchError as exc:
             raise _UserError(str(exc)) from None
-        missing = memory.vectors.count_missing_vectors()
+        missing = memory.pending_embeddings()
     if missing and not args.json:
         print(f"note: {missing} chunks are not embedded yet (run `mcp-memory index`); "
               "they were searched by keywords only", file=sys.stderr)

@@ -414,6 +414,11 @@ class Memory:
         return format_recall([h for h in hits if is_relevant(h, floor)], budget_chars)
 
 
+    def pending_embeddings(self) -> int:
+        """Chunks whose vector is not computed yet (found by keywords only until then)."""
+        self.open()
+        return self.vectors.count_missing_vectors()
+
     # ----- internals -----------------------------------------------------------------------
     def _refresh_snapshot(self) -> None:
         with self._snapshot_lock:

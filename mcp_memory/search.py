@@ -10,7 +10,7 @@
    evergreen files (``MEMORY.md``, topic files) never decay.
 4. MMR: results are picked greedily by ``λ × relevance − (1 − λ) × max similarity`` to what
    was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
-   other memories. Similarity is the token Jaccard overlap of the two chunks.
+   other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
 5. ``min_score`` and ``max_results`` cut the list.
 
 The vectors and chunk metadata live in memory as a snapshot of the LanceDB table, reloaded
@@ -79,14 +79,7 @@ class SearchSnapshot:
     vectors: np.ndarray  # (m, d) for the rows in vector_rows
     vector_rows: np.ndarray  # row numbers that have a vector
     has_vector: np.ndarray  # per row: True when the row has a vector
-    _tokens: dict[int, frozenset[str]] = field(default_factory=dict)  # MMR's token sets, filled lazily
-    terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms, filled lazily
-
-    def tokens(self, row: int) -> frozenset[str]:
-        cached = self._tokens.get(row)
-        if cached is None:
-            cached = self._tokens[row] = frozenset(keyword_tokens(self.texts[row].as_py().lower()))
-        return cached
+    terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> "SearchSnapshot":
@@ -192,7 +185,8 @@ class HybridSearcher:
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
         if s.mmr_enabled and len(ranked) > 1:
-            ranked = _mmr(ranked[: max(k * 3, 20)], snap, s.mmr_lambda, k)
+            pool_rows = ranked[: max(k * 3, 20)]
+            ranked = _mmr(pool_rows, {row: self._row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
         query_terms = set(self.keywords.query_terms(query))
         return [
             self._hit(snap, row, score, query,
@@ -323,8 +317,8 @@ def _min_max(scores: dict[int, float]) -> dict[int, float]:
     return {row: (value - low) / (high - low) for row, value in scores.items()}
 
 
-def _mmr(ranked: list[tuple[int, float]], snap: SearchSnapshot, lam: float, k: int) -> list[tuple[int, float]]:
-    tokens = {row: snap.tokens(row) for row, _ in ranked}
+def _mmr(ranked: list[tuple[int, float]], tokens: dict[int, frozenset[str]], lam: float,
+         k: int) -> list[tuple[int, float]]:
     chosen: list[tuple[int, float]] = []
     rest = list(ranked)
     # Each candidate's highest similarity to anything chosen so far, updated once per pick.

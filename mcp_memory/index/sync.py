@@ -105,7 +105,6 @@ class Indexer:
         self._write_lock = FileLock(str(index_dir / "write.lock"), timeout=WRITE_LOCK_TIMEOUT)
         self._embed_lock = FileLock(str(index_dir / "embed.lock"), timeout=0)
         self.fingerprint = fingerprint(settings, embedder)
-        self._orphans: set[str] = set()
 
     # ----- phase 1 -------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, only: Collection[str] | None = None) -> SyncReport:
@@ -144,7 +143,7 @@ class Indexer:
             batch_removed = removed if start == 0 else []
             if not batch and not batch_removed:
                 break
-            self._sync_batch(batch, batch_removed, known, report)
+            self._sync_batch(batch, batch_removed, known, orphans, report)
             done += len(batch) + len(batch_removed)
             if progress:
                 progress("files", done, total)
@@ -163,6 +162,7 @@ class Indexer:
         batch: list[tuple[MemoryFile, os.stat_result]],
         removed: list[str],
         known: dict[str, FileState],
+        orphans: set[str],
         report: SyncReport,
     ) -> None:
         # Read and chunk outside the lock; only the index writes hold it.
@@ -181,7 +181,7 @@ class Indexer:
             # Another process may have synced some of these files meanwhile.
             current = self.state.files()
             prepared = [p for p in prepared if not _same(current.get(p[1].path), p[1])]
-            removed = [p for p in removed if p in current or p in self._orphans]
+            removed = [p for p in removed if p in current or p in orphans]
             if not prepared and not removed and not unchanged:
                 return
             chunks = [c for _, _, file_chunks in prepared for c in file_chunks]
@@ -258,13 +258,13 @@ class Indexer:
             self.state.clear_files()
             expected = 0
         if self.vectors.count() == expected and self.keywords.count() == expected:
-            self._orphans = set()
-        else:
-            self._orphans = self.vectors.paths() - set(self.state.files())
-            if self.keywords.count() != self.vectors.count():
-                # Tantivy holds rows LanceDB does not: re-sync everything the keyword index may hold.
-                self._orphans |= self.keywords.all_paths() - set(self.state.files())
-        return self._orphans
+            return set()
+        known = set(self.state.files())
+        orphans = self.vectors.paths() - known
+        if self.keywords.count() != self.vectors.count():
+            # Tantivy holds rows LanceDB does not: re-sync everything the keyword index may hold.
+            orphans |= self.keywords.all_paths() - known
+        return orphans
 
     def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, np.ndarray]:
         if self.embedder is None or not chunks:
