@@ -363,14 +363,19 @@ class Memory:
         hits = self.search(text, max_results=5, min_score=0.0)
         seen: set[tuple[str, int]] = set()
         lines: list[MemoryLine] = []
+        files: dict[str, list[str] | None] = {}  # each file read once, however many hits it has
         for hit in hits:
-            try:
-                chunk = self.get(hit.path, hit.start_line, hit.end_line - hit.start_line + 1)
-            except PathError:
+            if hit.path not in files:
+                try:
+                    files[hit.path] = self.get(hit.path).text.split("\n")
+                except PathError:
+                    files[hit.path] = None
+            file_lines = files[hit.path]
+            if file_lines is None:
                 continue
-            for offset, raw in enumerate(chunk.text.split("\n")):
+            for number in range(hit.start_line, min(hit.end_line, len(file_lines)) + 1):
+                raw = file_lines[number - 1]
                 stripped = raw.strip()
-                number = hit.start_line + offset
                 if not stripped or stripped.startswith("#") or (hit.path, number) in seen:
                     continue
                 seen.add((hit.path, number))
