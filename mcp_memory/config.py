@@ -71,6 +71,26 @@ class CaptureSettings:
     # A new memory this similar (cosine of embeddings, or exact text up to case, spacing and
     # punctuation) to an existing line is not written again.
     dedupe_threshold: float = 0.95
+    max_messages: int = 10  # auto-capture reads this many of the latest messages
+    min_chars: int = 10  # shorter messages are not captured (a CJK character counts as two)
+    max_chars: int = 600  # longer messages are not captured (pasted text, not a statement)
+    max_facts: int = 10  # at most this many memories from one capture
+    # Who turns messages into facts: "auto" (chat model if configured, else the client's model
+    # through MCP sampling when it offers it, else rules), "rules", "llm", "sampling".
+    extractor: str = "auto"
+    llm_model: str = ""  # an OpenAI-compatible chat model, e.g. gpt-4.1-mini or llama3.1
+    llm_base_url: str = ""  # e.g. http://localhost:11434/v1 for Ollama; empty: api.openai.com
+    llm_api_key: str = ""  # falls back to $OPENAI_API_KEY
+    llm_timeout: float = 30.0
+
+
+@dataclass
+class RecallSettings:
+    min_prompt_chars: int = 5  # shorter prompts ("hi", "ok") recall nothing
+    min_score: float = 0.0  # fused score floor, on top of the absolute relevance gate
+    max_items: int = 5
+    budget_chars: int = 2000  # the block's memories never exceed this many characters
+    repeat_turns: int = 3  # a memory recalled in a session's last N turns is not recalled again
 
 
 @dataclass
@@ -84,6 +104,7 @@ class Settings:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
 
     @property
     def index_dir(self) -> Path:
@@ -117,6 +138,7 @@ def default_workspace() -> Path:
 
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
+    "recall": RecallSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
 
@@ -158,6 +180,8 @@ def load_settings(
 
     if settings.embedding.provider == "openai" and not settings.embedding.api_key:
         settings.embedding.api_key = environ.get("OPENAI_API_KEY", "")
+    if settings.capture.llm_model and not settings.capture.llm_api_key:
+        settings.capture.llm_api_key = environ.get("OPENAI_API_KEY", "")
     _validate(settings)
     return settings
 
@@ -258,6 +282,19 @@ def _validate(s: Settings) -> None:
         raise ConfigError("search.mmr_lambda must be between 0 and 1")
     if not 0.0 < s.capture.dedupe_threshold <= 1.0:
         raise ConfigError("capture.dedupe_threshold must be in (0, 1]")
+    if s.capture.extractor not in {"auto", "rules", "llm", "sampling"}:
+        raise ConfigError(f"capture.extractor must be one of auto, rules, llm, sampling; got {s.capture.extractor!r}")
+    if s.capture.extractor == "llm" and not s.capture.llm_model:
+        raise ConfigError("capture.extractor = 'llm' needs capture.llm_model")
+    for name in ("max_messages", "max_facts"):
+        if getattr(s.capture, name) < 1:
+            raise ConfigError(f"capture.{name} must be at least 1")
+    if not 0 <= s.capture.min_chars < s.capture.max_chars:
+        raise ConfigError("capture.min_chars must be at least 0 and below capture.max_chars")
+    if s.recall.max_items < 1 or s.recall.budget_chars < 100:
+        raise ConfigError("recall.max_items must be at least 1 and recall.budget_chars at least 100")
+    if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0:
+        raise ConfigError("recall.min_prompt_chars and recall.repeat_turns must not be negative")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

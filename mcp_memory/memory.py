@@ -10,10 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_memory.capture import (
+    ChatModelExtractor, ExtractionError, Fact, RuleExtractor, Skipped, check_fact, is_memory_run, select_candidates,
+    strip_recall_blocks,
+)
+from mcp_memory.capture.facts import with_date
+from mcp_memory.capture.filters import preview as _preview
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
@@ -21,9 +28,11 @@ from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
-from mcp_memory.recall import format_recall, is_relevant
+from mcp_memory.ledger import Ledger
+from mcp_memory.recall import fit_to_budget, format_recall, is_relevant, recall_key
 from mcp_memory.safety import find_secrets, looks_like_injection
 from mcp_memory.search import HybridSearcher, SearchError, SearchHit, SearchSnapshot
+from mcp_memory.transcripts import Message
 from mcp_memory.workspace import PathError, Workspace, read_text
 
 log = logging.getLogger(__name__)
@@ -31,7 +40,7 @@ log = logging.getLogger(__name__)
 _CONFIGURED = object()  # sentinel: build the embedder the settings name
 
 __all__ = [
-    "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
+    "CaptureResult", "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
     "SearchError", "SearchHit", "StoreResult", "SyncReport",
 ]
 
@@ -77,6 +86,16 @@ class ForgetResult:
 
 
 @dataclass(frozen=True)
+class CaptureResult:
+    """What one capture wrote, what it left out and why, and who extracted the facts."""
+
+    captured: list[MemoryLine]
+    skipped: list[Skipped]
+    extractor: str
+    message: str
+
+
+@dataclass(frozen=True)
 class FileInfo:
     path: str
     size: int
@@ -99,7 +118,9 @@ class Memory:
         self._degraded: list[str] = []
         self._generation: str | None = None
         self._snapshot_lock = threading.Lock()
-        self._edit_lock = threading.Lock()  # one edit at a time per process; files.lock across processes
+        self._edit_lock = threading.RLock()  # one edit at a time per process; files.lock across processes
+        self._ledger: Ledger | None = None
+        self._ledger_lock = threading.Lock()
 
     # ----- opening -------------------------------------------------------------------------
     def open(self) -> "Memory":
@@ -146,7 +167,18 @@ class Memory:
                 self._note_degraded(f"query embedding failed: {exc}")
         self._refresh_snapshot()
 
+    @property
+    def ledger(self) -> Ledger:
+        """Idempotency keys and recall history (opened on first use, without the index)."""
+        with self._ledger_lock:
+            if self._ledger is None:
+                self._ledger = Ledger(self.settings.index_dir / "ledger.sqlite")
+            return self._ledger
+
     def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
         if self._opened:
             self.state.close()
             self.cache.close()
@@ -409,15 +441,159 @@ class Memory:
         scores = self._similarities(text, others)
         return [1.0 if _letters(o) == key else s for o, s in zip(others, scores)]
 
-    # ----- recall ----------------------------------------------------------------------------
-    def recall(self, prompt: str, max_items: int = 5, budget_chars: int = 2000, min_score: float | None = None) -> str:
-        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found."""
-        if not prompt or len(prompt.strip()) < 5:
-            return ""
-        hits = self.search(prompt, max_results=max_items, min_score=min_score)
-        floor = self.embedder.relevance_floor if self.embedder is not None else None
-        return format_recall([h for h in hits if is_relevant(h, floor)], budget_chars)
+    # ----- capture -------------------------------------------------------------------------
+    def capture(
+        self,
+        messages: list[Message],
+        session_key: str | None = None,
+        idempotency_key: str | None = None,
+        extractor: Any = None,
+        now: dt.datetime | None = None,
+    ) -> CaptureResult:
+        """Write the durable facts of a conversation's latest messages to today's daily file.
 
+        Guards first (capture's own runs, idempotency keys seen before), then the message
+        filters, an extractor (``extractor`` if given, else the configured one, with the
+        offline rules as fallback), the fact checks, deduplication within the batch and
+        against memory, and one locked append under a heading with the time and session.
+        """
+        c = self.settings.capture
+        if is_memory_run(session_key):
+            return CaptureResult([], [], "none", "skipped: this is a memory-capture run, which never captures itself")
+        key = _clean_key(idempotency_key)
+        if key and self.ledger.seen(key):
+            return CaptureResult([], [], "none", f"skipped: idempotency key {key!r} was captured already")
+        candidates, skipped = select_candidates(list(messages), c.max_messages, c.min_chars, c.max_chars)
+        if not candidates:
+            return self._finish_capture([], skipped, "none", key, "nothing capturable in the latest messages")
+
+        now = now or dt.datetime.now()
+        today = now.date()
+        extractor = extractor or self._configured_extractor()
+        name = extractor.name
+        try:
+            facts = extractor.extract(candidates, today)
+        except ExtractionError as exc:
+            log.warning("capture: %s; using the offline rules instead", exc)
+            name = f"rules (fallback: {exc})"
+            facts = RuleExtractor().extract(candidates, today)
+
+        checked: list[Fact] = []
+        for fact in facts:
+            fact = Fact(with_date(fact.text, today), fact.category, fact.source)
+            reason = check_fact(fact)
+            if reason:
+                skipped.append(Skipped(_preview(fact.text), reason))
+            else:
+                checked.append(fact)
+        self.open()
+        unique = self._dedupe_batch(checked, skipped)
+        if len(unique) > c.max_facts:
+            skipped.extend(Skipped(_preview(f.text), f"over the limit of {c.max_facts} facts per capture")
+                           for f in unique[c.max_facts:])
+            unique = unique[: c.max_facts]
+        if not unique:
+            return self._finish_capture([], skipped, name, key, "no durable facts found")
+
+        rel = self.workspace.daily_path(today)
+        with self._edit_lock, self.workspace.locked():
+            # Inside the cross-process lock: two processes capturing the same turn, or the
+            # same fact, cannot both write it.
+            if key and not self.ledger.claim(key):
+                return CaptureResult([], skipped, name, f"skipped: idempotency key {key!r} was captured already")
+            try:
+                fresh: list[Fact] = []
+                for fact in unique:
+                    duplicate = self._find_duplicate(_memory_body(fact.text))
+                    if duplicate is not None:
+                        skipped.append(Skipped(_preview(fact.text), f"already in memory at {duplicate.citation}"))
+                    else:
+                        fresh.append(fact)
+                if not fresh:
+                    return CaptureResult([], skipped, name, "every fact found is already in memory")
+                heading = f"## {now.strftime('%H:%M')} captured" + (f" (session {_session_label(session_key)})"
+                                                                    if session_key else "")
+                lines = [heading, "", *(f"- [{f.category}] {f.text}" for f in fresh)]
+                prefix = [""] if (self.workspace.root / rel).exists() else []
+                start, _ = self.workspace.append(rel, prefix + lines, new_file_header=f"# {today.isoformat()}\n\n")
+                self._sync_edited(rel)
+            except BaseException:
+                if key:
+                    self.ledger.release(key)
+                raise
+        first = start + len(prefix) + 2
+        captured = [MemoryLine(rel, first + i, line) for i, line in enumerate(lines[2:])]
+        return CaptureResult(captured, skipped, name, f"captured {len(captured)} memories into {rel}")
+
+    def capture_plan(self, messages: list[Message], session_key: str | None = None,
+                     idempotency_key: str | None = None) -> list[Any]:
+        """The candidate messages a model extractor would read; [] when capture would stop early."""
+        c = self.settings.capture
+        key = _clean_key(idempotency_key)
+        if is_memory_run(session_key) or (key and self.ledger.seen(key)):
+            return []
+        return select_candidates(list(messages), c.max_messages, c.min_chars, c.max_chars)[0]
+
+    def _configured_extractor(self) -> Any:
+        c = self.settings.capture
+        if c.llm_model and c.extractor in ("auto", "llm"):
+            return ChatModelExtractor(c.llm_model, c.llm_base_url, c.llm_api_key, c.llm_timeout)
+        return RuleExtractor()
+
+    def _finish_capture(self, captured: list[MemoryLine], skipped: list[Skipped], name: str, key: str | None,
+                        message: str) -> CaptureResult:
+        if key:
+            self.ledger.claim(key)  # nothing to write, but the same turn need not be read again
+        return CaptureResult(captured, skipped, name, message)
+
+    def _dedupe_batch(self, facts: list[Fact], skipped: list[Skipped]) -> list[Fact]:
+        """Facts without near-duplicates among themselves (the first of each group is kept)."""
+        if len(facts) < 2:
+            return facts
+        kept: list[Fact] = []
+        for fact in facts:
+            bodies = [_memory_body(k.text) for k in kept]
+            scores = self._similarities_exact_first(_memory_body(fact.text), bodies) if bodies else []
+            if scores and max(scores) >= self.settings.capture.dedupe_threshold:
+                skipped.append(Skipped(_preview(fact.text), "duplicate of another fact in this capture"))
+            else:
+                kept.append(fact)
+        return kept
+
+    # ----- recall ----------------------------------------------------------------------------
+    def recall(
+        self,
+        prompt: str,
+        session_key: str | None = None,
+        max_items: int | None = None,
+        budget_chars: int | None = None,
+        min_score: float | None = None,
+    ) -> str:
+        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
+
+        With a ``session_key``, memories injected in that session's last ``repeat_turns``
+        recalls are left out: the model still has them in its context.
+        """
+        r = self.settings.recall
+        prompt = strip_recall_blocks(prompt or "")
+        if is_memory_run(session_key) or len(prompt.strip()) < max(1, r.min_prompt_chars):
+            return ""
+        max_items = r.max_items if max_items is None else max(1, int(max_items))
+        budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
+        threshold = r.min_score if min_score is None else min_score
+        hits = self.search(prompt, max_results=max_items * 2, min_score=threshold)
+        floor = self.embedder.relevance_floor if self.embedder is not None else None
+        hits = [h for h in hits if is_relevant(h, floor)]
+        session = _clean_key(session_key)
+        if session and r.repeat_turns > 0:
+            turn = self.ledger.next_turn(session)
+            recent = self.ledger.recalled_since(session, turn - r.repeat_turns)
+            hits = [h for h in hits if recall_key(h) not in recent]
+            hits = fit_to_budget(hits[:max_items], budget)
+            self.ledger.record_recall(session, turn, [recall_key(h) for h in hits])
+        else:
+            hits = fit_to_budget(hits[:max_items], budget)
+        return format_recall(hits, budget)
 
     def pending_embeddings(self) -> int:
         """Chunks whose vector is not computed yet (found by keywords only until then)."""
@@ -441,12 +617,26 @@ class Memory:
         del self._degraded[:-5]
 
 
+_LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
+
+
+def _clean_key(key: str | None) -> str | None:
+    key = " ".join(str(key or "").split())[:200]
+    return key or None
+
+
+def _session_label(session_key: str | None) -> str:
+    """A session key fit for a markdown heading: one line, no markup, at most 40 characters."""
+    label = "".join(ch for ch in str(session_key or "") if ch.isalnum() or ch in "-_.:@")
+    return label[:40] or "unnamed"
+
+
 def _memory_body(line: str) -> str:
     """A bullet's text without the bullet and category markers."""
     body = line.strip().removeprefix("- ").removeprefix("* ")
     if body.startswith("[") and "] " in body:
         body = body.split("] ", 1)[1]
-    return body
+    return _LEARNED_DATE.sub("", body)
 
 
 def _letters(text: str) -> str:

@@ -8,6 +8,7 @@ so it is framed as untrusted historical data, every memory is HTML-escaped (a st
 
 from __future__ import annotations
 
+import hashlib
 import html
 
 from mcp_memory.search import SearchHit
@@ -30,10 +31,26 @@ def is_relevant(hit: SearchHit, similarity_floor: float | None) -> bool:
     return similarity_floor is not None and similarity is not None and similarity >= similarity_floor
 
 
+def recall_key(hit: SearchHit) -> str:
+    """Identifies a recalled memory across turns: its file and text (lines may move)."""
+    body = " ".join(hit.snippet.split())
+    return hashlib.sha1(f"{hit.path}\n{body}".encode("utf-8", "replace")).hexdigest()[:20]
+
+
+def fit_to_budget(hits: list[SearchHit], budget_chars: int = 2000) -> list[SearchHit]:
+    """The leading hits that ``format_recall`` shows within the budget."""
+    return hits[: len(_items(hits, budget_chars))]
+
+
 def format_recall(hits: list[SearchHit], budget_chars: int = 2000) -> str:
     """Hits as an inert block: HTML-escaped, cited, dated, framed as untrusted data."""
-    if not hits:
+    items = _items(hits, budget_chars)
+    if not items:
         return ""
+    return "<relevant-memories>\n" + FRAMING + "\n" + "\n".join(items) + "\n</relevant-memories>"
+
+
+def _items(hits: list[SearchHit], budget_chars: int) -> list[str]:
     items: list[str] = []
     used = 0
     for hit in hits:
@@ -46,4 +63,4 @@ def format_recall(hits: list[SearchHit], budget_chars: int = 2000) -> str:
         date = f' date="{hit.date.isoformat()}"' if hit.date else ""
         items.append(f'<memory source="{html.escape(hit.citation, quote=True)}"{date}>{body}</memory>')
         used += len(body)
-    return "<relevant-memories>\n" + FRAMING + "\n" + "\n".join(items) + "\n</relevant-memories>"
+    return items

@@ -30,8 +30,9 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "password",
         re.compile(
-            r"(?i)\b(?:password|passwd|passcode|pwd|passphrase)\b\s*(?:is|was|=|:|：)\s*\S{3,}"
-            r"|(?:密码|口令)\s*(?:是|为|:|：|=)\s*\S{3,}"
+            r"(?i)\b(?:password|passwd|passcode|pwd|passphrase|pin)\b(?:\s+(?:for|on|to|of|at)\s+[^.\n]{1,30}?)?\s*(?:is|was|=|:|：)\s*\S{3,}"
+            r"|\b(?:password|passwd|passcode|pwd|passphrase)\s*(?:=|:|：)\s*\S{3,}"
+            r"|(?:密码|口令)[^,，。\n]{0,12}?(?:是|为|:|：|=)\s*\S{3,}"
         ),
     ),
     (
@@ -54,7 +55,16 @@ _INJECTION_PATTERNS: list[re.Pattern[str]] = [
     re.compile(r"(?i)</?\s*(?:system|assistant|user|relevant-memories|instructions?)\s*>|<\|im_(?:start|end)\|>|\[/?INST\]"),
     re.compile(r"(?i)\b(?:do not|don't) (?:tell|inform|alert) the user\b"),
     re.compile(r"(?:忽略|无视|忘记|忘掉)[^。\n]{0,10}(?:之前|以上|先前|所有|全部|前面)[^。\n]{0,10}(?:指令|指示|提示|规则|设定)"),
-    re.compile(r"(?:你现在是|从现在开始你(?:是|要|必须)|新的指令[:：]|系统提示词)"),
+    re.compile(r"(?i)\b(?:forget|erase|wipe|delete|clear|reset)\b[^.\n]{0,20}\b(?:everything|all)\b[^.\n]{0,30}"
+               r"\b(?:you know|you remember|memor(?:y|ies)|about me)\b"),
+    re.compile(r"(?i)\[\[?\s*(?:memory|system|admin|assistant)\s+(?:override|instructions?|command)\b"),
+    re.compile(r"(?i)\b(?:send|post|upload|exfiltrate|forward)\b[^.\n]{0,40}(?:\.env\b|credentials|secrets|api keys)"
+               r"|(?:\.env\b|credentials|secrets|api keys)[^.\n]{0,40}\b(?:send|post|upload)\b[^.\n]{0,20}https?://"),
+    re.compile(r"(?:你现在是|从现在(?:开始|起)[,，]?你(?:的|是|要|必须)|新的?(?:指令|规则|身份)(?:是)?[:：]|系统提示词|"
+               r"(?:管理员|系统|开发者)(?:指令|命令|模式))"),
+    re.compile(r"(?:忽略|无视|不要遵守|违背|绕过)[^。\n]{0,8}(?:用户|主人|安全)?的?(?:指令|指示|要求|命令|限制|规则)"),
+    re.compile(r"(?:忘掉|忘记|抹去)[^。\n]{0,12}(?:所有|一切|全部)|(?:清空|删除|删掉)[^。\n]{0,12}(?:所有|全部)[^。\n]{0,6}(?:记忆|设定|偏好)"),
+    re.compile(r"(?:\.env|密钥|凭证|密码)[^。\n]{0,20}(?:发到|发送到|发给|上传到)"),
 ]
 
 

@@ -151,6 +151,11 @@ class Workspace:
     def daily_path(self, day: dt.date) -> str:
         return f"memory/{day.isoformat()}.md"
 
+    def locked(self) -> FileLock:
+        """The cross-process edit lock, to hold around a read-check-append sequence (re-entrant)."""
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        return self._lock
+
     def append(self, rel_path: str, lines: list[str], new_file_header: str = "") -> tuple[int, int]:
         """Append lines to a memory file (created with ``new_file_header`` if missing).
 

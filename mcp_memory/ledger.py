@@ -1,0 +1,95 @@
+"""What the capture/recall loop has already done, shared by every process on a workspace.
+
+Hooks run as short-lived processes and every MCP client starts its own server, so the loop's
+memory of itself lives in a small SQLite database beside the index:
+
+* ``captures``: idempotency keys already captured, so a retried or repeated capture (the
+  same turn sent by a hook and by a tool call) writes nothing twice;
+* ``sessions`` and ``recalls``: each session's turn counter and which memories were injected
+  on which turn, so recall does not repeat a memory the model saw a turn or two ago.
+
+Rows older than ``RETENTION_DAYS`` are pruned now and then; losing them costs nothing but a
+repeated recall (duplicates are still caught by the similarity check on capture).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+RETENTION_DAYS = 30
+
+
+class Ledger:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS captures (key TEXT PRIMARY KEY, at REAL)")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, turn INTEGER, at REAL)")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS recalls (session TEXT, turn INTEGER, memory TEXT, at REAL)"
+        )
+        self._conn.execute("CREATE INDEX IF NOT EXISTS recalls_by_session ON recalls (session, turn)")
+        self._lock = threading.Lock()
+        self._prune()
+
+    # ----- capture idempotency -------------------------------------------------------------
+    def seen(self, key: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM captures WHERE key = ?", (key,)).fetchone() is not None
+
+    def claim(self, key: str) -> bool:
+        """Record ``key``; False when some process recorded it first (atomic across processes)."""
+        with self._lock:
+            cursor = self._conn.execute("INSERT OR IGNORE INTO captures (key, at) VALUES (?, ?)", (key, time.time()))
+            return cursor.rowcount == 1
+
+    def release(self, key: str) -> None:
+        """Forget a claim whose capture failed, so that a retry may run."""
+        with self._lock:
+            self._conn.execute("DELETE FROM captures WHERE key = ?", (key,))
+
+    # ----- recall repetition ---------------------------------------------------------------
+    def next_turn(self, session: str) -> int:
+        """Advance and return the session's turn number (1 for its first recall)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._conn.execute("SELECT turn FROM sessions WHERE session = ?", (session,)).fetchone()
+                turn = (row[0] if row else 0) + 1
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO sessions (session, turn, at) VALUES (?, ?, ?)", (session, turn, time.time())
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return turn
+
+    def recalled_since(self, session: str, first_turn: int) -> set[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT memory FROM recalls WHERE session = ? AND turn >= ?", (session, first_turn)
+            ).fetchall()
+        return {row[0] for row in rows}
+
+    def record_recall(self, session: str, turn: int, memories: list[str]) -> None:
+        now = time.time()
+        with self._lock:
+            self._conn.executemany(
+                "INSERT INTO recalls (session, turn, memory, at) VALUES (?, ?, ?, ?)",
+                [(session, turn, memory, now) for memory in memories],
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _prune(self) -> None:
+        cutoff = time.time() - RETENTION_DAYS * 86400
+        with self._lock:
+            for table in ("captures", "sessions", "recalls"):
+                self._conn.execute(f"DELETE FROM {table} WHERE at < ?", (cutoff,))

@@ -1,0 +1,129 @@
+"""Conversations as plain ``Message`` lists, from whatever a client hands over.
+
+Capture reads the latest messages of a conversation. They arrive as a JSON list of
+``{role, content}`` (the ``memory_capture`` tool), or as a client's transcript file:
+
+* Claude Code JSONL: one record per line, ``{"type": "user"|"assistant", "message": {"role",
+  "content"}, "isSidechain", "isMeta", ...}``, content a string or a list of blocks;
+* OpenClaw session JSONL: ``{"type": "message", "message": {"role", "content": [blocks]}}``
+  after a ``{"type": "session"}`` header;
+* a plain JSON list (or ``{"messages": [...]}``), or JSONL of ``{role, content}``.
+
+Only what people and models said is kept: text blocks of user and assistant messages. Tool
+calls, tool results, thinking, images, sub-agent (sidechain) and meta records are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_TRANSCRIPT_LINE = 4 * 1024 * 1024  # longer JSONL lines (pasted files, images) are skipped
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant"}
+_TEXT_BLOCKS = {"text", "input_text", "output_text"}
+
+
+class TranscriptError(ValueError):
+    """A transcript or message list that cannot be read as a conversation."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "user" or "assistant"
+    content: str
+
+
+def messages_from_json(data: Any) -> list[Message]:
+    """Messages from decoded JSON: a list of records, or an object holding ``messages``."""
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise TranscriptError("messages must be a list of {role, content} objects")
+    return [m for m in (message_from_record(r) for r in data) if m is not None]
+
+
+def message_from_record(record: Any) -> Message | None:
+    """One message from one record of any supported shape; None for everything else."""
+    if not isinstance(record, dict):
+        return None
+    if record.get("isSidechain") or record.get("isMeta") or record.get("isCompactSummary"):
+        return None  # a sub-agent's conversation, or text the client wrote itself
+    inner = record.get("message")
+    body = inner if isinstance(inner, dict) else record
+    role = _ROLES.get(str(body.get("role") or record.get("type") or "").lower())
+    if role is None:
+        return None
+    text = _text_of(body.get("content"))
+    if not text.strip():
+        return None
+    return Message(role, text)
+
+
+def read_transcript(path: str | Path, last: int | None = None) -> list[Message]:
+    """The messages of a transcript file (JSONL or JSON), keeping only the ``last`` ones."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            first = handle.read(1)
+            while first and first.isspace():
+                first = handle.read(1)
+            handle.seek(0)
+            if first == b"[":
+                messages = messages_from_json(json.loads(handle.read().decode("utf-8", "replace")))
+                return messages[-last:] if last else messages
+            messages = list(_tail(_jsonl_messages(handle), last))
+            if not messages and first == b"{":
+                # Not JSONL after all: one JSON object, e.g. {"messages": [...]} over many lines.
+                handle.seek(0)
+                try:
+                    messages = messages_from_json(json.loads(handle.read().decode("utf-8", "replace")))
+                except (json.JSONDecodeError, TranscriptError):
+                    return []
+                return messages[-last:] if last else messages
+            return messages
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"transcript {path} is not valid JSON: {exc}") from None
+
+
+def _jsonl_messages(handle: Any) -> Iterator[Message]:
+    previous: Message | None = None
+    for raw in handle:
+        if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8", "replace"))
+        except json.JSONDecodeError:
+            continue  # a line being written right now, or garbage: the rest still counts
+        message = message_from_record(record)
+        # Claude Code writes one streamed reply as several lines; a repeated block is one message.
+        if message is not None and message != previous:
+            yield message
+            previous = message
+
+
+def _tail(messages: Iterable[Message], last: int | None) -> Iterable[Message]:
+    return deque(messages, maxlen=last) if last else list(messages)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type", "text") in _TEXT_BLOCKS:
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(parts)
