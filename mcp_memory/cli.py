@@ -153,6 +153,57 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        if not args.keywords_only:
+            memory.sync()
+        block = memory.recall(args.prompt, session_key=args.session, keywords_only=args.keywords_only)
+    if block:
+        print(block)
+    else:
+        print("nothing relevant", file=sys.stderr)
+    return 0
+
+
+def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.hooks import capture_summary, capture_transcript
+    from mcp_memory.memory import Memory
+    from mcp_memory.transcripts import TranscriptError
+
+    request: dict[str, Any] = {"session_key": args.session, "idempotency_key": args.idempotency_key}
+    if args.transcript in (None, "-"):
+        try:
+            request["messages"] = json.loads(sys.stdin.read())
+        except json.JSONDecodeError as exc:
+            raise _UserError(f"stdin is not a JSON list of messages: {exc}") from None
+    else:
+        request["transcript_path"] = args.transcript
+    if args.extractor:
+        settings.capture.extractor = args.extractor
+    with Memory(settings) as memory:
+        try:
+            result = capture_transcript(memory, request)
+        except (TranscriptError, ValueError) as exc:
+            raise _UserError(str(exc)) from None
+    if args.json:
+        print(json.dumps(capture_summary(result), ensure_ascii=False, indent=2))
+        return 0
+    print(result.message, file=sys.stderr)
+    for line in result.captured:
+        print(f"+ {line.citation}  {line.text}")
+    for skipped in result.skipped:
+        print(f"- skipped ({skipped.reason}): {skipped.text}")
+    return 0
+
+
+def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.hooks import run_hook
+
+    return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout)
+
+
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -171,13 +222,27 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     path = "/sse" if args.transport == "sse" else "/mcp"
     server = create_server(settings, token=token if args.transport != "stdio" else None,
                            public_url=f"http://{host_for_url}:{args.port}{path}")
-    server.memory_service.start()  # type: ignore[attr-defined]
-    if args.transport == "stdio":
-        server.run()
-    elif args.transport == "sse":
-        server.run("sse", host=args.host, port=args.port)
-    else:
-        server.run("streamable-http", host=args.host, port=args.port)
+    service = server.memory_service  # type: ignore[attr-defined]
+    service.start()
+    bridge = None
+    if not args.no_bridge:
+        from mcp_memory.bridge import BridgeServer
+        from mcp_memory.hooks import handle_request
+
+        try:
+            bridge = BridgeServer(settings.index_dir, lambda request: handle_request(service.memory(), request)).start()
+        except OSError as exc:
+            log.warning("hook bridge not started: %s", exc)
+    try:
+        if args.transport == "stdio":
+            server.run()
+        elif args.transport == "sse":
+            server.run("sse", host=args.host, port=args.port)
+        else:
+            server.run("streamable-http", host=args.host, port=args.port)
+    finally:
+        if bridge is not None:
+            bridge.stop()
     return 0
 
 
@@ -271,7 +336,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None,
                    help="bearer token clients must send (HTTP/SSE; default $MCP_MEMORY_TOKEN); "
                         "required when --host is not a loopback address")
+    p.add_argument("--no-bridge", action="store_true",
+                   help="do not answer hooks on a loopback port (they then work in-process)")
     p.set_defaults(handler=_cmd_serve)
+
+    p = sub.add_parser("recall", parents=[common], help="print the <relevant-memories> block for a prompt")
+    p.add_argument("prompt")
+    p.add_argument("--session", default=None, help="session key: memories recalled in its last turns are skipped")
+    p.add_argument("--keywords-only", action="store_true", help="no vector index or model (as a cold hook)")
+    p.set_defaults(handler=_cmd_recall)
+
+    p = sub.add_parser("capture", parents=[common],
+                       help="capture durable facts from a transcript (JSONL/JSON) or a JSON message list on stdin")
+    p.add_argument("transcript", nargs="?", default=None,
+                   help="Claude Code or OpenClaw JSONL, or a JSON list of {role, content}; '-' or none: stdin")
+    p.add_argument("--session", default=None, help="session key (keys holding :memory-capture: are skipped)")
+    p.add_argument("--idempotency-key", default=None, help="a key already captured captures nothing again")
+    p.add_argument("--extractor", choices=["auto", "rules", "llm"], default=None, help="override capture.extractor")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_capture)
+
+    p = sub.add_parser("hook", parents=[common], help="run a client hook (reads the hook JSON on stdin; exits 0)")
+    p.add_argument("client", choices=["claude-code"])
+    p.add_argument("event", choices=["prompt", "stop", "session-end"])
+    p.set_defaults(handler=_cmd_hook)
 
     p = sub.add_parser("status", parents=[common], help="what the index holds and its health")
     p.add_argument("--json", action="store_true")

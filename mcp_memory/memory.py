@@ -21,6 +21,7 @@ from mcp_memory.capture import (
 )
 from mcp_memory.capture.facts import with_date
 from mcp_memory.capture.filters import preview as _preview
+from mcp_memory.chunking import chunk_markdown
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
@@ -568,8 +569,13 @@ class Memory:
         max_items: int | None = None,
         budget_chars: int | None = None,
         min_score: float | None = None,
+        keywords_only: bool = False,
     ) -> str:
         """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
+
+        ``keywords_only`` answers from the keyword index and the files alone, without loading
+        the vector index or the embedding model (seconds of imports): the path a hook takes
+        when no server is running to answer it.
 
         With a ``session_key``, memories injected in that session's last ``repeat_turns``
         recalls are left out: the model still has them in its context.
@@ -581,8 +587,11 @@ class Memory:
         max_items = r.max_items if max_items is None else max(1, int(max_items))
         budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
         threshold = r.min_score if min_score is None else min_score
-        hits = self.search(prompt, max_results=max_items * 2, min_score=threshold)
-        floor = self.embedder.relevance_floor if self.embedder is not None else None
+        if keywords_only:
+            hits, floor = self._keyword_hits(prompt, max_items * 2, threshold), None
+        else:
+            hits = self.search(prompt, max_results=max_items * 2, min_score=threshold)
+            floor = self.embedder.relevance_floor if self.embedder is not None else None
         hits = [h for h in hits if is_relevant(h, floor)]
         session = _clean_key(session_key)
         if session and r.repeat_turns > 0:
@@ -594,6 +603,33 @@ class Memory:
         else:
             hits = fit_to_budget(hits[:max_items], budget)
         return format_recall(hits, budget)
+
+    def _keyword_hits(self, prompt: str, max_results: int, min_score: float) -> list[SearchHit]:
+        """Keyword search whose hits are re-chunked from the files as they are now.
+
+        A chunk whose file changed since it was indexed no longer has the same id, so it is
+        left out: a citation never points at lines that hold other text.
+        """
+        folder = self.settings.index_dir / "tantivy"
+        if not folder.is_dir():
+            return []
+        keywords = KeywordIndex(folder)
+        found = keywords.search(prompt, max_results * self.settings.search.candidate_multiplier, None, None, None)
+        wanted: dict[str, set[str]] = {}
+        for hit in found.hits:
+            wanted.setdefault(hit.path, set()).add(hit.id)
+        chunks = []
+        for path, ids in wanted.items():
+            try:
+                file = self.workspace.resolve(path)
+                text = read_text(file.abs_path)
+            except (PathError, OSError, UnicodeDecodeError, ValueError):
+                continue
+            c = self.settings.chunking
+            chunks.extend(ch for ch in chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap) if ch.id in ids)
+        searcher = HybridSearcher(keywords, None, self.settings.search)
+        searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
+        return searcher.search(prompt, max_results=max_results, min_score=min_score)
 
     def pending_embeddings(self) -> int:
         """Chunks whose vector is not computed yet (found by keywords only until then)."""

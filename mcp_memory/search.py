@@ -113,6 +113,18 @@ class SearchSnapshot:
         )
 
     @classmethod
+    def from_chunks(cls, chunks: list[Any]) -> "SearchSnapshot":
+        """A snapshot of a few chunks without vectors (keyword-only recall, no vector index opened)."""
+        return cls.from_arrow(pa.table({
+            "id": pa.array([c.id for c in chunks], pa.string()),
+            "path": pa.array([c.path for c in chunks], pa.string()),
+            "start_line": pa.array([c.start_line for c in chunks], pa.int32()),
+            "end_line": pa.array([c.end_line for c in chunks], pa.int32()),
+            "date": pa.array([c.date for c in chunks], pa.date32()),
+            "text": pa.array([c.text for c in chunks], pa.string()),
+        }))
+
+    @classmethod
     def empty(cls) -> "SearchSnapshot":
         return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
                    {}, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, bool))

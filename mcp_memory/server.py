@@ -24,12 +24,12 @@ from pydantic import BaseModel, Field
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import UserMessage
+from mcp.server.mcpserver import Context, Resolve, Sample, UserMessage
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp.types import ToolAnnotations
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
@@ -106,6 +106,30 @@ class StoreResultModel(BaseModel):
 class ForgetResultModel(BaseModel):
     removed: MemoryLineModel | None
     candidates: list[MemoryLineModel]
+    message: str
+
+
+class ChatMessage(BaseModel):
+    role: str = Field(description="user or assistant (other roles are ignored)")
+    content: str | list[dict[str, Any]] = Field(description="Text, or content blocks with type 'text'")
+
+
+class CapturedLine(BaseModel):
+    path: str
+    line: int
+    text: str
+    citation: str
+
+
+class SkippedItem(BaseModel):
+    text: str = Field(description="A preview, secrets redacted")
+    reason: str
+
+
+class CaptureResultModel(BaseModel):
+    captured: list[CapturedLine]
+    skipped: list[SkippedItem]
+    extractor: str = Field(description="rules, llm or sampling; a fallback says why")
     message: str
 
 
@@ -257,10 +281,52 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             message=result.message,
         )
 
+    @server.tool(title="Capture memories from a conversation",
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=True, open_world_hint=False))
+    def memory_capture(
+        messages: Annotated[list[ChatMessage], Field(description="The conversation, oldest first; the latest "
+                                                                 "capture.max_messages (10) are read")],
+        session_key: Annotated[str | None, Field(description="Session id, shown in the heading; keys holding "
+                                                             ":memory-capture: are never captured")] = None,
+        idempotency_key: Annotated[str | None, Field(description="A key captured before captures nothing "
+                                                                 "again (in any process)")] = None,
+        sampled: Annotated[CreateMessageResult | None, Resolve(_sampling_request)] = None,
+    ) -> CaptureResultModel:
+        """Save the durable facts, preferences and decisions the user stated in these messages, as dated
+        bullets in today's daily file. Recalled <relevant-memories> blocks, secrets, prompt injections,
+        code, markup and chatter are never captured; the result says what was skipped and why."""
+        from mcp_memory.capture import FixedFacts
+        from mcp_memory.transcripts import TranscriptError, messages_from_json
+
+        try:
+            parsed = messages_from_json([_plain(m) for m in messages])
+        except TranscriptError as exc:
+            raise ToolError(str(exc)) from None
+        extractor = None
+        if sampled is not None:
+            text = sampled.content.text if isinstance(sampled.content, TextContent) else ""
+            extractor = FixedFacts(text, name="sampling")
+        result = memory().capture(parsed, session_key=session_key, idempotency_key=idempotency_key,
+                                  extractor=extractor)
+        if result.captured:
+            notify_changed({m.path for m in result.captured})
+        return CaptureResultModel(
+            captured=[CapturedLine(path=m.path, line=m.line, text=m.text, citation=m.citation)
+                      for m in result.captured],
+            skipped=[SkippedItem(text=s.text, reason=s.reason) for s in result.skipped],
+            extractor=result.extractor,
+            message=result.message,
+        )
+
     @server.tool(title="Recall memories for a prompt", annotations=_READ_ONLY)
-    def memory_recall(prompt: Annotated[str, Field(description="The user's message")]) -> RecallResult:
+    def memory_recall(
+        prompt: Annotated[str, Field(description="The user's message")],
+        session_key: Annotated[str | None, Field(description="Session id: memories recalled in its last "
+                                                             "few turns are not repeated")] = None,
+    ) -> RecallResult:
         """The <relevant-memories> block for a prompt (what the recall prompt injects)."""
-        return RecallResult(context=memory().recall(prompt))
+        return RecallResult(context=memory().recall(prompt, session_key=session_key))
 
     @server.tool(title="Memory status", annotations=_READ_ONLY)
     def memory_status() -> dict[str, Any]:
@@ -269,9 +335,12 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
 
     # ----- prompts -------------------------------------------------------------------------
     @server.prompt(title="Recall")
-    def recall(message: Annotated[str, Field(description="The user's message")]) -> list[UserMessage]:
+    def recall(
+        message: Annotated[str, Field(description="The user's message")],
+        session_key: Annotated[str | None, Field(description="Session id (no repeats within its last turns)")] = None,
+    ) -> list[UserMessage]:
         """The message, preceded by the memories relevant to it."""
-        block = memory().recall(message)
+        block = memory().recall(message, session_key=session_key)
         return [UserMessage(f"{block}\n\n{message}" if block else message)]
 
     @server.prompt(title="Capture")
@@ -320,6 +389,36 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
 def file_uri(path: str) -> str:
     """The resource URI of a memory file (characters such as '#' and '?' percent-encoded)."""
     return "memory://files/" + quote(path, safe="/")
+
+
+def _sampling_request(messages: list[ChatMessage], session_key: str | None, ctx: Context) -> Sample | None:
+    """Ask the client's model to extract the facts, when the settings and the client allow it."""
+    from mcp_memory.capture import extraction_prompt, is_memory_run, select_candidates
+    from mcp_memory.transcripts import message_from_record
+
+    c = ctx.mcp_server.memory_service.settings.capture  # type: ignore[attr-defined]
+    if c.extractor not in ("auto", "sampling") or (c.extractor == "auto" and c.llm_model):
+        return None
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None or is_memory_run(session_key):
+        return None
+    parsed = [m for m in (message_from_record(_plain(x)) for x in messages) if m is not None]
+    candidates, _ = select_candidates(parsed, c.max_messages, c.min_chars, c.max_chars)
+    if not candidates:
+        return None
+    system, user = extraction_prompt(candidates, _today())
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
+                  system_prompt=system, max_tokens=800, temperature=0)
+
+
+def _plain(message: Any) -> Any:
+    return message.model_dump() if isinstance(message, BaseModel) else message
+
+
+def _today() -> Any:
+    import datetime as dt
+
+    return dt.date.today()
 
 
 def _line_model(line: Any) -> MemoryLineModel:

@@ -58,7 +58,8 @@ ATLAS_MD = """\
 Atlas is the internal data platform; it runs on Kubernetes with Airflow for scheduling.
 """
 
-TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status"}
+TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
+         "memory_capture"}
 
 
 # ----- fixtures and helpers -------------------------------------------------------------------
@@ -171,7 +172,11 @@ async def test_list_tools_schemas_and_annotations(server, mode):
             assert tool.output_schema and tool.output_schema.get("type") == "object", name
     required = {name: set(t.input_schema.get("required", [])) for name, t in tools.items()}
     assert required == {"memory_search": {"query"}, "memory_get": {"path"}, "memory_store": {"text"},
-                        "memory_forget": set(), "memory_recall": {"prompt"}, "memory_status": set()}
+                        "memory_forget": set(), "memory_recall": {"prompt"}, "memory_status": set(),
+                        "memory_capture": {"messages"}}
+    # The sampled extraction is filled by the server, never by the caller.
+    assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
+    assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}
     assert set(tools["memory_search"].input_schema["properties"]) >= {
         "query", "max_results", "min_score", "path_prefix", "after", "before"}
     assert set(tools["memory_search"].output_schema["properties"]) == {"results"}
@@ -200,7 +205,7 @@ async def test_instructions_and_prompts_listed(server, mode):
     assert "memory_search" in instructions and "memory_store" in instructions
     assert "cite" in instructions.lower() and "path#Lstart-Lend" in instructions
     assert set(prompts) == {"recall", "capture", "flush"}
-    assert [(a.name, a.required) for a in prompts["recall"].arguments] == [("message", True)]
+    assert [(a.name, a.required) for a in prompts["recall"].arguments] == [("message", True), ("session_key", False)]
     for result in (capture, flush):
         assert len(result.messages) == 1 and result.messages[0].role == "user"
         assert "memory_store" in result.messages[0].content.text

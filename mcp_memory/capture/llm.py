@@ -49,7 +49,7 @@ def extraction_prompt(candidates: list[Candidate], today: dt.date) -> tuple[str,
 
 
 def parse_facts(answer: str) -> list[Fact]:
-    """Facts from a model's answer; [] when the answer holds no usable JSON."""
+    """Facts from a model's answer; raises ExtractionError when it holds no usable JSON."""
     data = _load_json(answer or "")
     if isinstance(data, dict):
         data = data.get("facts", data.get("memories"))
@@ -121,11 +121,11 @@ class ChatModelExtractor:
 
 
 class FixedFacts:
-    """Facts some other party already extracted (the client's model, through MCP sampling)."""
+    """Facts in an answer some other party's model already gave (the client's, through MCP sampling)."""
 
-    def __init__(self, facts: list[Fact], name: str = "sampling"):
-        self.facts = facts
+    def __init__(self, answer: str, name: str = "sampling"):
+        self.answer = answer
         self.name = name
 
     def extract(self, candidates: list[Candidate], today: dt.date) -> list[Fact]:
-        return list(self.facts)
+        return parse_facts(self.answer)

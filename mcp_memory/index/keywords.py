@@ -86,6 +86,7 @@ def _schema() -> tantivy.Schema:
 class KeywordHit:
     id: str
     score: float
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -201,9 +202,8 @@ class KeywordIndex:
         for term in terms:
             df = int(searcher.doc_freq("text", term))
             weight += math.log(1 + (total - df + 0.5) / (df + 0.5))  # BM25's IDF, as Tantivy computes it
-        return KeywordResult(
-            [KeywordHit(searcher.doc(address)["id"][0], float(score)) for score, address in hits], weight
-        )
+        docs = [(searcher.doc(address), score) for score, address in hits]
+        return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score in docs], weight)
 
     def all_paths(self) -> set[str]:
         """Every file path with documents in the index (for consistency checks)."""
