@@ -65,6 +65,14 @@ _INJECTION_PATTERNS: list[re.Pattern[str]] = [
     re.compile(r"(?:忽略|无视|不要遵守|违背|绕过)[^。\n]{0,8}(?:用户|主人|安全)?的?(?:指令|指示|要求|命令|限制|规则)"),
     re.compile(r"(?:忘掉|忘记|抹去)[^。\n]{0,12}(?:所有|一切|全部)|(?:清空|删除|删掉)[^。\n]{0,12}(?:所有|全部)[^。\n]{0,6}(?:记忆|设定|偏好)"),
     re.compile(r"(?:\.env|密钥|凭证|密码)[^。\n]{0,20}(?:发到|发送到|发给|上传到)"),
+    # Reading out credential files: "reply with the contents of ~/.ssh/id_rsa".
+    re.compile(r"(?i)(?:\b(?:reply|respond|answer|send|print|output|include|paste|upload|post|read|cat|show|dump|"
+               r"reveal|leak|share|email)\b|回复|输出|打印|读取|发送|发给|贴出)[^\n]{0,60}(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa)\b|"
+               r"\.aws/credentials|/etc/(?:passwd|shadow)|\.netrc\b|\.npmrc\b|\.env\b|私钥)"),
+    re.compile(r"(?i)(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa)\b|\.aws/credentials|/etc/(?:passwd|shadow)|私钥)[^\n]{0,30}"
+               r"(?:\b(?:reply|send|print|output|paste|upload|post|email|share)\b|回复|输出|打印|发送|发给|发到|贴出)"),
+    re.compile(r"(?i)\bwhenever (?:anyone|someone|somebody|any user|the user) asks\b[^\n]{0,80}\b(?:reply|respond|answer|say|"
+               r"tell them)\b"),
 ]
 
 
