@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -13,11 +14,13 @@ import mcp_memory
 from mcp_memory.cli import _parser
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
-CLIENT_FILES = ["claude-code.mcp.json", "claude-desktop.json", "cursor.mcp.json", "vscode.mcp.json"]
+CLIENT_FILES = ["claude-code.mcp.json", "claude-desktop.json", "cursor.mcp.json", "vscode.mcp.json",
+                "claude-code-plugin/.mcp.json", "openclaw.json"]
+HOOK_FILES = ["claude-code.settings.json", "claude-code-plugin/hooks/hooks.json"]
 
 
 def _servers(data: dict) -> dict:
-    return data.get("mcpServers") or data.get("servers") or {}
+    return data.get("mcpServers") or data.get("servers") or data.get("mcp", {}).get("servers") or {}
 
 
 @pytest.mark.parametrize("name", CLIENT_FILES)
@@ -45,3 +48,31 @@ def test_registry_server_json_matches_the_package():
     assert package["transport"] == {"type": "stdio"}
     args = [a["value"] for a in package["packageArguments"]]
     assert _parser().parse_args(args).command == "serve"
+
+
+@pytest.mark.parametrize("name", HOOK_FILES)
+def test_claude_code_hooks_run_our_hook_commands(name):
+    data = json.loads((MANIFESTS / name).read_text(encoding="utf-8"))
+    events = data["hooks"]
+    assert set(events) == {"UserPromptSubmit", "Stop"}
+    seen = {}
+    for event, groups in events.items():
+        (group,) = groups
+        (hook,) = group["hooks"]
+        assert hook["type"] == "command" and 0 < hook["timeout"] <= 60
+        argv = shlex.split(hook["command"])
+        assert argv[0] == "mcp-memory"
+        args = _parser().parse_args(argv[1:])
+        assert args.command == "hook" and args.client == "claude-code"
+        seen[event] = (args.event, args.workspace)
+    assert seen["UserPromptSubmit"][0] == "prompt" and seen["Stop"][0] == "stop"
+    # Hooks and the server of the same manifest set name one workspace.
+    assert seen["UserPromptSubmit"][1] == seen["Stop"][1] == "~/memory"
+
+
+def test_claude_code_plugin_layout():
+    root = MANIFESTS / "claude-code-plugin"
+    plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    assert plugin["name"] == "mcp-memory" and plugin["version"] == mcp_memory.__version__
+    server = _servers(json.loads((root / ".mcp.json").read_text(encoding="utf-8")))["memory"]
+    assert server["env"]["MCP_MEMORY_WORKSPACE"] == "~/memory"
