@@ -91,6 +91,10 @@ class RecallSettings:
     max_items: int = 5
     budget_chars: int = 2000  # the block's memories never exceed this many characters
     repeat_turns: int = 3  # a memory recalled in a session's last N turns is not recalled again
+    # The absolute relevance gate: a hit is recalled when its keywords cover this share of the
+    # prompt's, or its cosine similarity reaches the floor (0: the embedder's calibrated floor).
+    min_keyword_coverage: float = 0.3
+    similarity_floor: float = 0.0
 
 
 @dataclass

@@ -591,8 +591,8 @@ class Memory:
             hits, floor = self._keyword_hits(prompt, max_items * 2, threshold), None
         else:
             hits = self.search(prompt, max_results=max_items * 2, min_score=threshold)
-            floor = self.embedder.relevance_floor if self.embedder is not None else None
-        hits = [h for h in hits if is_relevant(h, floor)]
+            floor = self.relevance_floor()
+        hits = [h for h in hits if is_relevant(h, floor, r.min_keyword_coverage)]
         session = _clean_key(session_key)
         if session and r.repeat_turns > 0:
             turn = self.ledger.next_turn(session)
@@ -603,6 +603,12 @@ class Memory:
         else:
             hits = fit_to_budget(hits[:max_items], budget)
         return format_recall(hits, budget)
+
+    def relevance_floor(self) -> float | None:
+        """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""
+        if self.embedder is None:
+            return None
+        return self.settings.recall.similarity_floor or self.embedder.relevance_floor
 
     def _keyword_hits(self, prompt: str, max_results: int, min_score: float) -> list[SearchHit]:
         """Keyword search whose hits are re-chunked from the files as they are now.

@@ -20,12 +20,12 @@ FRAMING = (
 )
 
 
-def is_relevant(hit: SearchHit, similarity_floor: float | None) -> bool:
+def is_relevant(hit: SearchHit, similarity_floor: float | None, min_coverage: float = MIN_KEYWORD_COVERAGE) -> bool:
     """Related to the prompt in absolute terms, not just the best of the candidates.
 
     ``similarity_floor`` is the embedder's cosine threshold (None in keyword-only mode).
     """
-    if hit.keyword_coverage >= MIN_KEYWORD_COVERAGE:
+    if hit.keyword_coverage >= min_coverage:
         return True
     similarity = hit.vector_similarity
     return similarity_floor is not None and similarity is not None and similarity >= similarity_floor

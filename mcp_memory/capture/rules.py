@@ -150,7 +150,7 @@ _ZH_EXPLICIT = re.compile(
     r"(?:请|麻烦)?(?:帮我)?(?:记住|记一下|记下来|记下|记得|别忘了|不要忘了|不要忘记|备注一下|备注|注意)"
     r"(?:一下)?[,,::\s]*"
 )
-_ZH_FILLER = re.compile(r"^(?:对了|另外|还有|顺便(?:说一下|说下|提一下)?|哦|嗯|好的?|那个|其实)[,,::\s]*")
+_ZH_FILLER = re.compile(r"^(?:对了|另外|还有|顺便(?:说一下|说下|提一下)?|先说一下|先说下|说一下|哦|嗯|好的?|那个|其实)[,,::\s]*")
 _ZH_QUESTION = re.compile(
     r"[??]|[吗呢么嘛]\s*$|什么|怎么|为什么|为啥|如何|哪个|哪些|哪里|哪儿|是否|能不能|可不可以|有没有|要不要|是不是|会不会|多少"
 )
@@ -267,7 +267,7 @@ def _extract_english(sentence: str, today: dt.date) -> Fact | None:
         if _EN_REMINDER.match(text) and not _EN_DURABLE.search(text):
             return None  # "remember to close the PR": a to-do
         text = re.sub(r"^to\s+", "", text, flags=re.I) if _EN_DURABLE.search(text) else text
-    text = _EN_FILLER.sub("", text)
+    text = _EN_FILLER.sub("", _drop_preamble(text))
     correction = _EN_CORRECTION.match(text)
     if correction:
         text = text[correction.end():].strip(" ,:;-")
@@ -390,7 +390,7 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
             return None  # "记得提交 PR": a to-do
     else:
         explicit = None
-    text = _ZH_FILLER.sub("", text)
+    text = _ZH_FILLER.sub("", _drop_preamble(text))
     correction = _ZH_CORRECTION.match(sentence.strip())
     if len(text) < 2:
         return None
@@ -426,6 +426,17 @@ def _third_person_zh(text: str) -> str:
         return "用户要求:" + text
     text = text.replace("我们的", "团队的").replace("我们", "团队").replace("我的", "用户的").replace("我", "用户")
     return text
+
+
+def _drop_preamble(text: str) -> str:
+    """Drop a short lead-in before a colon ("Quick note before we start: ...", "先说一下:...")."""
+    match = re.match(r"^([^:：]{1,40})[:：]\s*(.{4,})$", text)
+    if not match:
+        return text
+    head = match.group(1)
+    if len(head.split()) > 6 or re.search(r"\d|/|https?", head) or _EN_PREFERENCE.search(head) or _ZH_PREFERENCE.search(head):
+        return text
+    return match.group(2)
 
 
 def _sentences(text: str) -> list[str]:
