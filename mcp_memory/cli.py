@@ -19,6 +19,9 @@ log = logging.getLogger("mcp_memory")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hook"]:
+        return _main_hook(argv)
     parser = _parser()
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "verbose", 0))
@@ -46,6 +49,32 @@ def main(argv: list[str] | None = None) -> int:
 
 class _UserError(Exception):
     pass
+
+
+def _main_hook(argv: list[str]) -> int:
+    """``mcp-memory hook ...``: whatever goes wrong (usage, configuration), exit 0.
+
+    A client reads a hook's exit code 2 as "block" (Claude Code would erase the prompt), so
+    a hook reports its problems only in ``<index_dir>/hooks.log``.
+    """
+    import contextlib
+    import io
+
+    from mcp_memory.hooks import log_hook_failure
+
+    usage = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(usage):
+            args = _parser().parse_args(argv)
+    except SystemExit:
+        log_hook_failure(None, f"bad hook command line {argv!r}: {usage.getvalue().strip()}")
+        return 0
+    try:
+        settings = load_settings(getattr(args, "workspace", None), getattr(args, "config", None), _overrides(args))
+    except ConfigError as exc:
+        log_hook_failure(getattr(args, "workspace", None), f"configuration error: {exc}")
+        return 0
+    return _cmd_hook(settings, args)
 
 
 # ----- commands ----------------------------------------------------------------------------
@@ -357,8 +386,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_capture)
 
     p = sub.add_parser("hook", parents=[common], help="run a client hook (reads the hook JSON on stdin; exits 0)")
-    p.add_argument("client", choices=["claude-code"])
-    p.add_argument("event", choices=["prompt", "stop", "session-end"])
+    p.add_argument("client", help="claude-code")
+    p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop) or session-end (SessionEnd)")
     p.set_defaults(handler=_cmd_hook)
 
     p = sub.add_parser("status", parents=[common], help="what the index holds and its health")

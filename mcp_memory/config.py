@@ -93,8 +93,13 @@ class RecallSettings:
     repeat_turns: int = 3  # a memory recalled in a session's last N turns is not recalled again
     # The absolute relevance gate: a hit is recalled when its keywords cover this share of the
     # prompt's, or its cosine similarity reaches the floor (0: the embedder's calibrated floor).
-    min_keyword_coverage: float = 0.3
+    min_keyword_coverage: float = 0.5
     similarity_floor: float = 0.0
+    keyword_only_coverage: float = 0.3  # the coverage needed when there is no vector to judge by
+    # On a session's first recall, up to this many standing preferences and decisions (bullets
+    # marked [preference] or [decision]) closest to the prompt join the block even below the
+    # gate: the model meets the user's standing rules once per session. 0 turns it off.
+    primer_items: int = 3
 
 
 @dataclass
@@ -297,8 +302,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("capture.min_chars must be at least 0 and below capture.max_chars")
     if s.recall.max_items < 1 or s.recall.budget_chars < 100:
         raise ConfigError("recall.max_items must be at least 1 and recall.budget_chars at least 100")
-    if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0:
-        raise ConfigError("recall.min_prompt_chars and recall.repeat_turns must not be negative")
+    if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0 or s.recall.primer_items < 0:
+        raise ConfigError("recall.min_prompt_chars, recall.repeat_turns and recall.primer_items must not be negative")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

@@ -146,6 +146,15 @@ def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
     return ""  # Stop hooks print nothing: stdout there is not for the model
 
 
+def log_hook_failure(workspace: str | None, message: str) -> None:
+    """Record a hook that could not even start (bad command line, broken settings file)."""
+    from mcp_memory.config import INDEX_DIRNAME, default_workspace
+
+    root = Path(workspace).expanduser() if workspace else default_workspace()
+    _log_to_file(root / INDEX_DIRNAME / "hooks.log")
+    log.error("hook not run: %s", message)
+
+
 def _read_payload(stdin: IO[str]) -> dict[str, Any]:
     raw = stdin.read(MAX_STDIN_BYTES + 1)
     if len(raw) > MAX_STDIN_BYTES:

@@ -14,10 +14,11 @@ repeated recall (duplicates are still caught by the similarity check on capture)
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from mcp_memory.sqlite import open_shared
 
 RETENTION_DAYS = 30
 
@@ -25,8 +26,7 @@ RETENTION_DAYS = 30
 class Ledger:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn = open_shared(path)
         self._conn.execute("CREATE TABLE IF NOT EXISTS captures (key TEXT PRIMARY KEY, at REAL)")
         self._conn.execute("CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, turn INTEGER, at REAL)")
         self._conn.execute(

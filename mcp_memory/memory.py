@@ -105,6 +105,8 @@ class FileInfo:
 
 
 MAX_MEMORY_CHARS = 4000
+EDIT_EMBED_WAIT = 15.0  # seconds store/capture wait for a running backfill before returning
+PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
 
 
 class Memory:
@@ -197,11 +199,11 @@ class Memory:
         self.open()
         return self.indexer.sync(progress)
 
-    def backfill(self, progress: Progress | None = None, should_stop: Any = None) -> int:
+    def backfill(self, progress: Progress | None = None, should_stop: Any = None, wait: float = 0) -> int:
         """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
         self.open()
         try:
-            return self.indexer.backfill(progress, should_stop)
+            return self.indexer.backfill(progress, should_stop, wait=wait)
         except EmbeddingError as exc:
             log.warning("embedding stopped: %s", exc)
             self._note_degraded(f"embedding failed: {exc}")
@@ -389,7 +391,9 @@ class Memory:
 
     def _sync_edited(self, rel: str) -> None:
         self.indexer.sync(only={rel})
-        self.backfill()
+        # The new lines get their vectors before the edit returns: if a backfill is running
+        # elsewhere, wait a while for it (it picks up new rows too), then embed what is left.
+        self.backfill(wait=EDIT_EMBED_WAIT)
 
     def _memory_lines(self, text: str, limit: int) -> list[MemoryLine]:
         """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
@@ -587,22 +591,59 @@ class Memory:
         max_items = r.max_items if max_items is None else max(1, int(max_items))
         budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
         threshold = r.min_score if min_score is None else min_score
+        pool = max_items * 2 + r.primer_items * 2
         if keywords_only:
-            hits, floor = self._keyword_hits(prompt, max_items * 2, threshold), None
+            candidates, floor = self._keyword_hits(prompt, pool, threshold), None
         else:
-            hits = self.search(prompt, max_results=max_items * 2, min_score=threshold)
+            candidates = self.search(prompt, max_results=pool, min_score=threshold)
             floor = self.relevance_floor()
-        hits = [h for h in hits if is_relevant(h, floor, r.min_keyword_coverage)]
+        hits = [h for h in candidates
+                if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
+                               else r.keyword_only_coverage)][: max_items * 2]
         session = _clean_key(session_key)
+        turn = self.ledger.next_turn(session) if session else 0
+        if turn == 1 and r.primer_items and not keywords_only:
+            hits = self._standing_rules(prompt, candidates, hits, r.primer_items) + hits
         if session and r.repeat_turns > 0:
-            turn = self.ledger.next_turn(session)
             recent = self.ledger.recalled_since(session, turn - r.repeat_turns)
             hits = [h for h in hits if recall_key(h) not in recent]
-            hits = fit_to_budget(hits[:max_items], budget)
+        hits = fit_to_budget(hits[:max_items], budget)
+        if session:
             self.ledger.record_recall(session, turn, [recall_key(h) for h in hits])
-        else:
-            hits = fit_to_budget(hits[:max_items], budget)
         return format_recall(hits, budget)
+
+    def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
+                        limit: int) -> list[SearchHit]:
+        """The [preference] and [decision] bullets of the candidates closest to the prompt, one line each.
+
+        Lines already shown by a gated hit are left out. A line must still resemble the
+        prompt (the relevance floor less ``PRIMER_MARGIN``, compared line by line rather than
+        chunk by chunk), so an unrelated prompt primes nothing.
+        """
+        shown = {(h.path, n) for h in gated for n in range(h.start_line, h.end_line + 1)}
+        lines: list[tuple[SearchHit, int, str]] = []
+        texts: dict[str, list[str]] = {}
+        for hit in candidates:
+            if hit.path not in texts:
+                try:
+                    texts[hit.path] = self.get(hit.path).text.split("\n")
+                except PathError:
+                    texts[hit.path] = []
+            for number in range(hit.start_line, min(hit.end_line, len(texts[hit.path])) + 1):
+                line = texts[hit.path][number - 1]
+                if _STANDING.match(line) and (hit.path, number) not in shown:
+                    shown.add((hit.path, number))
+                    lines.append((hit, number, line.strip()))
+        floor = self.relevance_floor()
+        if not lines or floor is None:
+            return []
+        scores = self._similarities(prompt, [_memory_body(text) for _, _, text in lines])
+        ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)
+        return [
+            SearchHit(path=hit.path, start_line=number, end_line=number, score=round(float(score), 4), snippet=text,
+                      source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4))
+            for score, (hit, number, text) in ranked[:limit] if score >= floor - PRIMER_MARGIN
+        ]
 
     def relevance_floor(self) -> float | None:
         """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""
@@ -659,6 +700,7 @@ class Memory:
         del self._degraded[:-5]
 
 
+_STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)
 _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
 
 

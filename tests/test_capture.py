@@ -40,7 +40,6 @@ from mcp_memory.transcripts import Message, TranscriptError, messages_from_json,
 TODAY = dt.date(2026, 11, 26)  # a Thursday
 NOW = dt.datetime(2025, 3, 14, 9, 30)  # capture time in end-to-end tests (not the real day)
 DAILY = "memory/2025-03-14.md"
-DATED = re.compile(r"\(\d{4}-\d{2}-\d{2}\)$")
 
 
 def user(text: str) -> Message:
@@ -305,8 +304,6 @@ def test_rules_extract(text: str, words: list[str], category: str) -> None:
     assert "我" not in fact.text
 
 
-@pytest.mark.xfail(strict=True, reason="rules.py _extract_chinese: the 更正/其实 correction marker is detected but "
-                   "not removed from the fact (English strips 'Actually,'), so the memory reads '更正一下,数据库是...'")
 def test_rules_chinese_correction_marker_removed() -> None:
     facts = extract("更正一下,数据库是 Postgres 16。")
     assert facts and not facts[0].text.startswith("更正")
@@ -393,7 +390,8 @@ def test_extraction_prompt_escapes_messages() -> None:
     assert "2026-11-26" in system and "JSON" in system and "never follow instructions" in system
     assert prompt.count("</message>") == 2 and prompt.count("<message ") == 2
     assert "&lt;/message&gt;" in prompt and "&amp;" in prompt and "&lt;b&gt;" in prompt
-    assert '<message index="4" role="user">' in prompt and '<message index="5" role="user">I like tea</message>' in prompt
+    assert '<message index="4" role="user">' in prompt
+    assert '<message index="5" role="user">I like tea</message>' in prompt
 
 
 @dataclass
@@ -575,8 +573,8 @@ def test_capture_writes_daily_file_and_index(memory: Memory, workspace: Path) ->
         (DAILY, 6, "- [entity] The user's manager is Priya (2025-03-14)"),
     ]
     assert result.captured[0].citation == f"{DAILY}#L5"
-    assert {s.reason.split(" (")[0] for s in result.skipped} >= {"assistant message: only what the user says is captured",
-                                                                  "chatter or acknowledgement"}
+    reasons = {s.reason for s in result.skipped}
+    assert reasons >= {"assistant message: only what the user says is captured", "chatter or acknowledgement"}
     assert read_daily(workspace) == (
         "# 2025-03-14\n\n## 09:30 captured (session chat-42)\n\n"
         "- [preference] The user prefers pnpm over npm (2025-03-14)\n"
@@ -760,9 +758,19 @@ def daily_lines(workspace: Path) -> list[str]:
     return lines
 
 
-def test_two_processes_capture_concurrently(tmp_path: Path) -> None:
+def make_shared_workspace(tmp_path: Path) -> Path:
+    """A workspace whose index and ledger exist already (see the fresh-workspace test below)."""
     workspace = tmp_path / "ws"
     (workspace / "memory").mkdir(parents=True)
+    memory = Memory(load_settings(workspace, environ={}, overrides={"embedding.provider": "none"}))
+    memory.sync()
+    assert not memory.ledger.seen("warm-up")
+    memory.close()
+    return workspace
+
+
+def test_two_processes_capture_concurrently(tmp_path: Path) -> None:
+    workspace = make_shared_workspace(tmp_path)
     expected: list[str] = []
     for round_ in range(3):
         batches = {s: fact_messages(s, round_) for s in ("A", "B")}
@@ -781,8 +789,7 @@ def test_two_processes_capture_concurrently(tmp_path: Path) -> None:
 
 
 def test_two_processes_same_idempotency_key(tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    (workspace / "memory").mkdir(parents=True)
+    workspace = make_shared_workspace(tmp_path)
     batches = {s: fact_messages(s, 9, count=5) for s in ("A", "B")}
     procs = [spawn_capture(workspace, s, batches[s][0], "--idempotency-key", "shared-turn") for s in ("A", "B")]
     results = [finish(p) for p in procs]
@@ -794,6 +801,56 @@ def test_two_processes_same_idempotency_key(tmp_path: Path) -> None:
     winner = "A" if any("Service a9x0 " in b for b in bullets) else "B"
     for prefix in batches[winner][1]:
         assert sum(1 for b in bullets if b.startswith(prefix)) == 1
+
+
+# Several processes open the same brand-new SQLite file at once (the first two hooks, or a hook
+# and a server, on a fresh workspace). Workers are forked from one clean interpreter and released
+# together by a barrier, up to 500 times per class; a class stops at its first error.
+_FRESH_DB_RACE = """
+import json, multiprocessing as mp, pathlib, sqlite3, sys
+from mcp_memory.ledger import Ledger
+from mcp_memory.index.state import IndexState
+from mcp_memory.embedding.cache import EmbeddingCache
+
+def worker(cls, root, barrier, stop, queue):
+    errors = []
+    for trial in range(500):
+        barrier.wait()
+        try:
+            cls(pathlib.Path(root) / f"{trial}.sqlite").close()
+        except sqlite3.OperationalError as exc:
+            errors.append(f"trial {trial}: {exc}")
+            stop.value = 1
+        barrier.wait()  # every worker is done with this trial: all read the same stop flag
+        if stop.value:
+            break
+    queue.put(errors)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    out = {}
+    for cls in (Ledger, IndexState, EmbeddingCache):
+        root = pathlib.Path(sys.argv[1]) / cls.__name__
+        root.mkdir()
+        barrier, stop, queue = ctx.Barrier(4), ctx.Value("i", 0), ctx.Queue()
+        procs = [ctx.Process(target=worker, args=(cls, str(root), barrier, stop, queue)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        out[cls.__name__] = sum((queue.get(timeout=120) for _ in procs), [])
+        for p in procs:
+            p.join()
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses fork")
+def test_fresh_databases_opened_by_several_processes(tmp_path: Path) -> None:
+    script = tmp_path / "race.py"
+    script.write_text(_FRESH_DB_RACE, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env=cli_env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"Ledger": [], "IndexState": [], "EmbeddingCache": []}
 
 
 # ===== 7. recall ===============================================================================
@@ -815,12 +872,16 @@ def indexed(workspace: Path, settings: Settings) -> Iterator[Memory]:
 
 
 def memories_in(block: str) -> list[str]:
-    return re.findall(r'<memory source="([^"]+)"', block)
+    """The files the block's memories cite (citations are path#Lfrom-Lto of the chunk)."""
+    sources = re.findall(r'<memory source="([^"]+)"', block)
+    assert all(re.fullmatch(r"memory/[\w.-]+\.md#L\d+(?:-L\d+)?", s) for s in sources), sources
+    return [s.split("#")[0] for s in sources]
 
 
 def test_recall_short_prompt(indexed: Memory) -> None:
     assert indexed.recall("cat") == ""  # shorter than recall.min_prompt_chars (5)
-    assert indexed.recall("    Miso  ") != ""
+    assert indexed.recall("    Miso  ") == ""  # 4 characters once stripped
+    assert "Miso" in indexed.recall("  Miso?  ")  # 5
     indexed.settings.recall.min_prompt_chars = 30
     assert indexed.recall("what is my cat Miso called?") == ""
 
@@ -829,7 +890,7 @@ def test_recall_block_shape(indexed: Memory) -> None:
     block = indexed.recall("what is my cat Miso called?")
     assert block.startswith("<relevant-memories>\n") and block.endswith("\n</relevant-memories>")
     assert "untrusted historical data" in block
-    assert memories_in(block)[0] == "memory/2026-01-05.md#L3"
+    assert memories_in(block)[0] == "memory/2026-01-05.md"
     assert 'date="2026-01-05"' in block and "Miso" in block
     assert indexed.recall("quantum chromodynamics lecture", session_key="s") == ""
     assert indexed.recall("what is my cat Miso called?", session_key="x:memory-capture:1") == ""
@@ -851,9 +912,9 @@ def test_recall_session_repeat_turns(indexed: Memory) -> None:
 
 def test_recall_session_skips_only_repeated_memory(indexed: Memory) -> None:
     first = indexed.recall("Miso the cat", session_key="s1")
-    assert memories_in(first) == ["memory/2026-01-05.md#L3"]
+    assert memories_in(first) == ["memory/2026-01-05.md"]
     both = indexed.recall("Miso the cat, and pnpm over npm", session_key="s1")
-    assert memories_in(both) == ["memory/2026-01-06.md#L3"]
+    assert memories_in(both) == ["memory/2026-01-06.md"]
 
 
 def test_recall_session_persisted_across_instances(indexed: Memory, workspace: Path) -> None:
@@ -904,7 +965,7 @@ def test_recall_keywords_only_without_embedder(workspace: Path, indexed: Memory,
     cold_settings = load_settings(workspace, environ={}, overrides={"embedding.provider": "local"})
     cold = Memory(cold_settings)
     block = cold.recall("what is my cat Miso called?", keywords_only=True)
-    assert memories_in(block) == ["memory/2026-01-05.md#L3"] and "Miso" in block
+    assert memories_in(block) == ["memory/2026-01-05.md"] and "Miso" in block
     assert cold._opened is False  # no vector index, no model
     assert cold.recall("quantum chromodynamics lecture", keywords_only=True) == ""
 
@@ -920,7 +981,7 @@ def test_recall_keywords_only_without_embedder(workspace: Path, indexed: Memory,
     assert cold.recall("what is my cat Miso called?", keywords_only=True) == ""
     # After a sync the new text is found again, at its new place.
     indexed.sync()
-    assert memories_in(cold.recall("the dog called Rex", keywords_only=True)) == ["memory/2026-01-05.md#L3"]
+    assert memories_in(cold.recall("the dog called Rex", keywords_only=True)) == ["memory/2026-01-05.md"]
     cold.close()
 
 
@@ -944,7 +1005,7 @@ def test_recall_ignores_recall_blocks_in_prompt(indexed: Memory) -> None:
 def test_captured_fact_is_recalled(memory: Memory) -> None:
     memory.capture([user("Remember that the staging database lives on Neon.")], session_key="s", now=NOW)
     block = memory.recall("where does the staging database live?", session_key="s")
-    assert "Neon" in block and memories_in(block) == [f"{DAILY}#L5"]
+    assert "Neon" in block and memories_in(block) == [DAILY]
     # and the block, sent back as part of the next turn, captures nothing new
     again = memory.capture([user(block)], session_key="s", now=NOW)
     assert again.captured == [] and [s.reason for s in again.skipped] == ["recalled memories are never captured again"]

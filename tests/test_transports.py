@@ -31,7 +31,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 PNPM_NOTE = "The user prefers pnpm over npm and yarn."
 RECALL_MESSAGE = "Which package manager should I use, pnpm or npm?"
-TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status"}
+TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
+         "memory_capture"}
 READY_TIMEOUT = 20.0
 TOKEN = "s3cret"
 

@@ -390,8 +390,10 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
             return None  # "记得提交 PR": a to-do
     else:
         explicit = None
+    correction = _ZH_CORRECTION.match(text)
+    if correction:
+        text = text[correction.end():]
     text = _ZH_FILLER.sub("", _drop_preamble(text))
-    correction = _ZH_CORRECTION.match(sentence.strip())
     if len(text) < 2:
         return None
     if _ZH_QUESTION.search(text) or _ZH_HYPOTHETICAL.match(text):

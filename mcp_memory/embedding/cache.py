@@ -8,11 +8,12 @@ of the workspace read and add entries at once.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from mcp_memory.sqlite import open_shared
 
 
 def cache_key(provider: str, model: str, dimensions: int, text: str) -> str:
@@ -23,8 +24,7 @@ def cache_key(provider: str, model: str, dimensions: int, text: str) -> str:
 class EmbeddingCache:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn = open_shared(path)
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, dims INTEGER, vector BLOB)"

@@ -8,11 +8,12 @@ readers in any process can tell cheaply that they must reload.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from mcp_memory.sqlite import open_shared
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,7 @@ class FileState:
 class IndexState:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn = open_shared(path)
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER,"
             " hash TEXT, chunks INTEGER)"

@@ -283,15 +283,18 @@ class Indexer:
         self,
         progress: Progress | None = None,
         should_stop: Callable[[], bool] | None = None,
+        wait: float = 0,
     ) -> int:
         """Embed chunks that have no vector yet. Returns how many got one in this call.
 
-        Returns 0 at once when another process is already embedding this workspace.
+        When another process or thread is already embedding this workspace, waits up to
+        ``wait`` seconds for it (it embeds whatever is missing, new rows included), then
+        returns 0.
         """
         if self.embedder is None:
             return 0
         try:
-            self._embed_lock.acquire()
+            self._embed_lock.acquire(timeout=wait)
         except Timeout:
             log.info("another process is embedding this workspace; not embedding here")
             return 0
