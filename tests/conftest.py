@@ -8,7 +8,12 @@ Integration tests use the real default embedder.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +21,7 @@ import pytest
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.embedding.base import Embedder, normalize
 from mcp_memory.index.keywords import keyword_tokens
+from mcp_memory.memory import Memory
 
 
 class HashEmbedder(Embedder):
@@ -65,3 +71,45 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def indexed_memory(settings: Settings) -> Memory:
+    """A HashEmbedder memory, synced and fully embedded before a service reports it open."""
+    memory = Memory(settings, embedder=HashEmbedder())
+    memory.index()
+    return memory
+
+
+def make_server(settings: Settings, memory_factory: Any = indexed_memory) -> Any:
+    """An MCP server whose service opens ``memory_factory(settings)`` at once and does not watch."""
+    from mcp_memory.server import create_server
+    from mcp_memory.service import MemoryService
+
+    service = MemoryService(settings, memory_factory=memory_factory, start_delay=0, watch=False)
+    return create_server(settings, service=service)
+
+
+def close_server(server: Any) -> None:
+    service = server.memory_service
+    service.stop()
+    # Let the service's background thread (sync + backfill; no watcher here) finish first.
+    thread = getattr(service, "_thread", None)
+    if thread is not None:
+        thread.join(timeout=30)
+    if service.ready:
+        service.memory().close()
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A local HTTP server (standing in for a remote API) on a free loopback port; yields the port."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    # A short poll interval keeps shutdown() from adding half a second to every test.
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

@@ -20,13 +20,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import HashEmbedder, write
+from conftest import HashEmbedder, http_server, write
 from mcp_memory.capture import (
     CATEGORIES, Candidate, ChatModelExtractor, ExtractionError, Fact, RuleExtractor, check_fact, extraction_prompt,
     is_memory_run, parse_facts, select_candidates, strip_recall_blocks,
@@ -452,16 +452,9 @@ def _chat_handler(state: FakeChat) -> type[BaseHTTPRequestHandler]:
 def chat() -> Iterator[FakeChat]:
     state = FakeChat()
     state.answer('{"facts": []}')
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _chat_handler(state))
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with http_server(_chat_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def llm_settings(workspace: Path, chat: FakeChat, **overrides: Any) -> Settings:

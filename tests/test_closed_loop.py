@@ -90,11 +90,12 @@ async def test_captured_in_one_process_recalled_in_a_fresh_one(tmp_path: Path, l
 
     setup, endpoint = blocks
     assert "pnpm" in setup, setup
-    if lang == "en":
-        assert "/api/v2" in endpoint, endpoint
-    else:
-        # "添加一个用户注册接口" alone sits below the gate (cosine 0.18, keyword coverage 0.32); the
-        # rule reaches the model on the session's first turn instead, with the standing rules.
+    # The rule reaches the model on the turn that needs it, or on the session's first turn (with
+    # the standing rules, or in the same chunk as the pnpm line); a memory shown on turn 1 is not
+    # repeated on turn 2. In Chinese "添加一个用户注册接口" alone sits below the gate (cosine 0.18,
+    # keyword coverage 0.32), so there it is the first turn that carries it.
+    assert "/api/v2" in endpoint or "/api/v2" in setup, blocks
+    if lang == "zh":
         assert "/api/v2" in setup, setup
     for block in (setup, endpoint):
         if not block:

@@ -9,11 +9,13 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 import pytest
+
+from conftest import http_server
 
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.embedding.base import EmbeddingError
@@ -105,17 +107,9 @@ def _make_handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     state = FakeOpenAI()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state))
-    state.port = httpd.server_address[1]
-    # A short poll interval keeps shutdown() from adding half a second to every test.
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with http_server(_make_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 class SleepRecorder:

@@ -16,13 +16,10 @@ from typing import Any
 
 import pytest
 
-from conftest import HashEmbedder, write
+from conftest import close_server, make_server, write
 from mcp import Client
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 from mcp_memory.config import Settings, load_settings
-from mcp_memory.memory import Memory
-from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 MODES = ["auto", "legacy"]
 
@@ -62,27 +59,6 @@ def anyio_backend() -> str:
 
 
 # ----- helpers ----------------------------------------------------------------------------------
-def _indexed_memory(settings: Settings) -> Memory:
-    memory = Memory(settings, embedder=HashEmbedder())
-    memory.index()
-    return memory
-
-
-def make_server(settings: Settings) -> Any:
-    service = MemoryService(settings, memory_factory=_indexed_memory, start_delay=0, watch=False)
-    return create_server(settings, service=service)
-
-
-def close_server(server: Any) -> None:
-    service: MemoryService = server.memory_service
-    service.stop()
-    thread = getattr(service, "_thread", None)
-    if thread is not None:
-        thread.join(timeout=30)
-    if service.ready:
-        service.memory().close()
-
-
 class FakeModel:
     """A client-side model: records each sampling request and answers ``answer``."""
 

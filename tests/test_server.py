@@ -21,12 +21,11 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import HashEmbedder, write
+from conftest import write
+from conftest import close_server as _close
+from conftest import make_server
 from mcp import Client, MCPError
 from mcp_memory.config import Settings, load_settings
-from mcp_memory.memory import Memory
-from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 SECRET = "TOPSECRET-7c1e-do-not-leak"
 
@@ -66,29 +65,6 @@ TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def _indexed_memory(settings: Settings) -> Memory:
-    """A HashEmbedder memory, synced and fully embedded before the service reports it open."""
-    memory = Memory(settings, embedder=HashEmbedder())
-    memory.index()
-    return memory
-
-
-def make_server(settings: Settings, memory_factory: Any = _indexed_memory):
-    service = MemoryService(settings, memory_factory=memory_factory, start_delay=0, watch=False)
-    return create_server(settings, service=service)
-
-
-def _close(server: Any) -> None:
-    service: MemoryService = server.memory_service
-    service.stop()
-    # Let the service's background thread (sync + backfill; no watcher here) finish first.
-    thread = getattr(service, "_thread", None)
-    if thread is not None:
-        thread.join(timeout=30)
-    if service.ready:
-        service.memory().close()
 
 
 @pytest.fixture
