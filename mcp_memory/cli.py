@@ -182,6 +182,33 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        if args.repair:
+            before, after = memory.repair()
+        else:
+            before = after = memory.doctor()
+    if args.json:
+        data = {"before": before.to_dict(), "after": after.to_dict()} if args.repair else after.to_dict()
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        return 0 if after.healthy else 1
+    print(f"files: {after.files_on_disk} on disk, {after.files_indexed} indexed; rows {after.rows}, "
+          f"keyword documents {after.keyword_documents}, waiting for a vector {after.missing_vectors}")
+    print("locks: " + ", ".join(f"{name} {state}" for name, state in after.locks.items()))
+    if args.repair:
+        print(f"found {len(before.problems)} problems" + (", rebuilt the index" if before.needs_rebuild else "")
+              + f"; {len(after.problems)} remain")
+    for problem in after.problems:
+        print(f"- {problem.kind}: {problem.path + ': ' if problem.path else ''}{problem.detail}")
+    if after.healthy:
+        print("the index matches the files")
+    elif not args.repair:
+        print("run `mcp-memory doctor --repair` to fix these")
+    return 0 if after.healthy else 1
+
+
 def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.memory import Memory
 
@@ -240,17 +267,32 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import os
 
     token = args.token or os.environ.get("MCP_MEMORY_TOKEN") or None
-    if args.transport != "stdio" and args.host not in _LOOPBACK and not token:
+    read_only = [t for t in (args.read_only_token or os.environ.get("MCP_MEMORY_READ_ONLY_TOKEN", "").split(",")) if t]
+    if args.transport != "stdio" and args.host not in _LOOPBACK and not (token or read_only or args.shared_token):
         raise _UserError(
             f"refusing to listen on {args.host} without a token: pass --token or set MCP_MEMORY_TOKEN "
             "(only loopback addresses may be served without one)"
         )
+    if args.max_request_bytes < 1024:
+        raise _UserError("--max-request-bytes must be at least 1024")
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from mcp_memory.server import create_server
 
     host_for_url = f"[{args.host}]" if ":" in args.host else args.host
     path = "/sse" if args.transport == "sse" else "/mcp"
-    server = create_server(settings, token=token if args.transport != "stdio" else None,
-                           public_url=f"http://{host_for_url}:{args.port}{path}")
+    network = args.transport != "stdio"
+    server = create_server(settings, token=token if network else None,
+                           public_url=f"http://{host_for_url}:{args.port}{path}",
+                           read_only_tokens=read_only if network else (),
+                           shared_tokens=(args.shared_token or []) if network else (), shared=args.shared)
+    http_options: dict[str, Any] = {"host": args.host, "port": args.port,
+                                    "max_request_body_size": args.max_request_bytes}
+    if args.host not in _LOOPBACK:
+        # Beyond loopback the SDK checks nothing by default: accept only the names given.
+        hosts = args.allowed_host or [f"{host_for_url}:*"]
+        http_options["transport_security"] = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=args.allowed_origin or [])
     service = server.memory_service  # type: ignore[attr-defined]
     service.start()
     bridge = None
@@ -266,9 +308,9 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         if args.transport == "stdio":
             server.run()
         elif args.transport == "sse":
-            server.run("sse", host=args.host, port=args.port)
+            server.run("sse", **http_options)
         else:
-            server.run("streamable-http", host=args.host, port=args.port)
+            server.run("streamable-http", **http_options)
     finally:
         if bridge is not None:
             bridge.stop()
@@ -365,9 +407,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None,
                    help="bearer token clients must send (HTTP/SSE; default $MCP_MEMORY_TOKEN); "
                         "required when --host is not a loopback address")
+    p.add_argument("--read-only-token", action="append", default=None,
+                   help="a token that may search and read but not store, forget or capture (repeatable; "
+                        "default $MCP_MEMORY_READ_ONLY_TOKEN, comma-separated)")
+    p.add_argument("--shared-token", action="append", default=None,
+                   help="a token for a shared client (group chat, team bot): it never sees the private files "
+                        "(privacy.private_paths, default MEMORY.md) (repeatable)")
+    p.add_argument("--shared", action="store_true",
+                   help="every caller of this server is shared: the private files are never served")
+    p.add_argument("--max-request-bytes", type=int, default=1024 * 1024,
+                   help="HTTP/SSE request bodies larger than this are refused with 413 (default 1 MiB)")
+    p.add_argument("--allowed-host", action="append", default=None,
+                   help="Host header accepted when listening beyond loopback (repeatable; default HOST:*)")
+    p.add_argument("--allowed-origin", action="append", default=None,
+                   help="browser Origin accepted when listening beyond loopback (repeatable; default none)")
     p.add_argument("--no-bridge", action="store_true",
                    help="do not answer hooks on a loopback port (they then work in-process)")
     p.set_defaults(handler=_cmd_serve)
+
+    p = sub.add_parser("doctor", parents=[common], help="check the index against the files (exit 1 on problems)")
+    p.add_argument("--repair", action="store_true", help="fix what is found (sync, or rebuild when rows are wrong)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_doctor)
 
     p = sub.add_parser("recall", parents=[common], help="print the <relevant-memories> block for a prompt")
     p.add_argument("prompt")

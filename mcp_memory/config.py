@@ -103,6 +103,13 @@ class RecallSettings:
 
 
 @dataclass
+class PrivacySettings:
+    # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
+    # through search, get, recall or resources.
+    private_paths: list[str] = field(default_factory=lambda: ["MEMORY.md", "memory.md"])
+
+
+@dataclass
 class Settings:
     workspace: Path = field(default_factory=lambda: default_workspace())
     # Where the derived index lives: a folder (relative paths are inside the workspace) or a
@@ -114,6 +121,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
     @property
     def index_dir(self) -> Path:
@@ -148,6 +156,7 @@ def default_workspace() -> Path:
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
     "recall": RecallSettings,
+    "privacy": PrivacySettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
 

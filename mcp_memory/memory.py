@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import fnmatch
 import logging
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +107,7 @@ class FileInfo:
 
 
 MAX_MEMORY_CHARS = 4000
-EDIT_EMBED_WAIT = 15.0  # seconds store/capture wait for a running backfill before returning
+EDIT_EMBED_WAIT = 15.0  # at most this long store/capture wait for their new rows' vectors
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
 
 
@@ -197,7 +199,7 @@ class Memory:
     def sync(self, progress: Progress | None = None) -> SyncReport:
         """Bring keyword rows and cached vectors up to date (fast; no new embeddings)."""
         self.open()
-        return self.indexer.sync(progress)
+        return self._recovering(lambda: self.indexer.sync(progress))
 
     def backfill(self, progress: Progress | None = None, should_stop: Any = None, wait: float = 0) -> int:
         """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
@@ -225,23 +227,38 @@ class Memory:
         after: dt.date | str | None = None,
         before: dt.date | str | None = None,
         today: dt.date | None = None,
+        include_private: bool = True,
     ) -> list[SearchHit]:
-        """Ranked hits for ``query``; see ``search.py`` for how they are scored."""
+        """Ranked hits for ``query``; see ``search.py`` for how they are scored.
+
+        ``include_private=False`` leaves out the files of ``privacy.private_paths``.
+        """
         self.open()
         if not isinstance(query, str):
             raise SearchError("query must be a string")
         self._refresh_snapshot()
         args = (query, max_results, min_score, path_prefix, _as_date(after, "after"), _as_date(before, "before"), today)
+        hidden = () if include_private else self._private_patterns()
         try:
-            return self.searcher.search(*args)
+            return self.searcher.search(*args, hidden=hidden)
         except EmbeddingError as exc:
             # The embedding endpoint is down: answer from keywords rather than fail.
             self._note_degraded(f"query embedding failed: {exc}")
-            return self.searcher.search(*args, use_vectors=False)
+            return self.searcher.search(*args, use_vectors=False, hidden=hidden)
 
-    def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> FileLines:
+    def is_private(self, path: str) -> bool:
+        """True for files of ``privacy.private_paths``, which shared clients never see."""
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self._private_patterns())
+
+    def _private_patterns(self) -> tuple[str, ...]:
+        return tuple(p.replace("\\", "/") for p in self.settings.privacy.private_paths if p)
+
+    def get(self, path: str, from_line: int | None = None, lines: int | None = None,
+            include_private: bool = True) -> FileLines:
         """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""
         memory_file = self.workspace.resolve(path)
+        if not include_private and self.is_private(memory_file.rel_path):
+            raise PathError(f"{memory_file.rel_path} is private: it is not shared with this client")
         try:
             text = read_text(memory_file.abs_path)
         except UnicodeDecodeError:
@@ -263,8 +280,7 @@ class Memory:
     def status(self) -> dict[str, Any]:
         """What the index holds and how healthy it is."""
         self.open()
-        self.vectors.refresh()
-        self.keywords.reload()
+        self._recovering(self._refresh_handles)
         chunks = self.vectors.count()
         missing = self.vectors.count_missing_vectors()
         embedded_share = (chunks - missing) / chunks if chunks and self.embedder else (0.0 if self.embedder else None)
@@ -293,10 +309,32 @@ class Memory:
             "degraded": degraded,
         }
 
-    def list_files(self) -> list[FileInfo]:
+    def doctor(self) -> Any:
+        """The index checked against the files (``DoctorReport``); changes nothing."""
+        from mcp_memory.index.doctor import diagnose
+
+        self.open()
+        return diagnose(self.indexer, self.workspace, self.state, self.vectors, self.keywords, self.settings.index_dir)
+
+    def repair(self, progress: Progress | None = None) -> tuple[Any, Any]:
+        """Fix what ``doctor`` finds; returns the reports before and after.
+
+        File-level drift is fixed by a sync. Wrong rows (orphans, duplicates, counts that do not
+        match, a stale fingerprint) rebuild the index from the files, reusing cached vectors.
+        """
+        before = self.doctor()
+        if before.needs_rebuild:
+            self.indexer.rebuild("repair: " + "; ".join(sorted({p.kind for p in before.problems})))
+        self.sync(progress)
+        self.backfill(progress)
+        return before, self.doctor()
+
+    def list_files(self, include_private: bool = True) -> list[FileInfo]:
         """Every memory file with its size and date."""
         out = []
         for f in self.workspace.list_files():
+            if not include_private and self.is_private(f.rel_path):
+                continue
             try:
                 size = f.abs_path.stat().st_size
             except OSError:
@@ -306,7 +344,8 @@ class Memory:
 
     # ----- writing -------------------------------------------------------------------------
     def store(
-        self, text: str, category: str | None = None, evergreen: bool = False, today: dt.date | None = None
+        self, text: str, category: str | None = None, evergreen: bool = False, today: dt.date | None = None,
+        include_private: bool = True,
     ) -> StoreResult:
         """Append one durable memory as a bullet to today's daily file (or MEMORY.md).
 
@@ -331,6 +370,8 @@ class Memory:
         with self._edit_lock:
             duplicate = self._find_duplicate(text)
             if duplicate is not None:
+                if not include_private and self.is_private(duplicate.path):
+                    duplicate = MemoryLine(duplicate.path, duplicate.line, "(private)", duplicate.score)
                 return StoreResult(False, duplicate)
             day = today or dt.date.today()
             rel = self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day)
@@ -338,10 +379,12 @@ class Memory:
             line_text = f"- [{category}] {text}" if category else f"- {text}"
             start, _ = self.workspace.append(rel, [line_text], new_file_header=header)
             self._sync_edited(rel)
+            self._embed_edited(rel)
         return StoreResult(True, MemoryLine(rel, start, line_text))
 
     def forget(
-        self, query: str | None = None, path: str | None = None, line: int | None = None, confirm: bool = False
+        self, query: str | None = None, path: str | None = None, line: int | None = None, confirm: bool = False,
+        include_private: bool = True,
     ) -> ForgetResult:
         """Find memories to remove; remove one when it is certain which.
 
@@ -353,13 +396,15 @@ class Memory:
         if path is not None or line is not None:
             if path is None or line is None:
                 raise MemoryInputError("give both path and line, or a query")
+            if not include_private and self.is_private(str(path).replace("\\", "/")):
+                raise MemoryInputError(f"{path} is private: it is not shared with this client")
             target = self._read_line(path, int(line))
             if not confirm:
                 return ForgetResult(None, [target], "call again with confirm=true to remove this line")
             return self._remove(target)
         if not query or not query.strip():
             raise MemoryInputError("give a query, or a path and line")
-        candidates = self._memory_lines(query, limit=5)
+        candidates = self._memory_lines(query, limit=5, include_private=include_private)
         if not candidates:
             return ForgetResult(None, [], "no memory matches the query; nothing removed")
         if not confirm:
@@ -390,14 +435,28 @@ class Memory:
         return MemoryLine(lines.path, line, text.rstrip("\r"))
 
     def _sync_edited(self, rel: str) -> None:
-        self.indexer.sync(only={rel})
-        # The new lines get their vectors before the edit returns: if a backfill is running
-        # elsewhere, wait a while for it (it picks up new rows too), then embed what is left.
-        self.backfill(wait=EDIT_EMBED_WAIT)
+        self._recovering(lambda: self.indexer.sync(only={rel}))
 
-    def _memory_lines(self, text: str, limit: int) -> list[MemoryLine]:
+    def _embed_edited(self, rel: str) -> None:
+        """Give the edited file's new rows their vectors before the edit returns.
+
+        When a backfill already runs (another thread or process), it picks up the new rows too:
+        wait for them, up to ``EDIT_EMBED_WAIT``, instead of for that whole backfill.
+        """
+        if self.embedder is None:
+            return
+        deadline = time.monotonic() + EDIT_EMBED_WAIT
+        where = f"path = '{rel.replace(chr(39), chr(39) * 2)}' AND vector IS NULL"
+        while True:
+            self.backfill()  # returns at once when another backfill holds the embed lock
+            self.vectors.refresh()
+            if self.vectors.count(where) == 0 or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+    def _memory_lines(self, text: str, limit: int, include_private: bool = True) -> list[MemoryLine]:
         """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
-        hits = self.search(text, max_results=5, min_score=0.0)
+        hits = self.search(text, max_results=5, min_score=0.0, include_private=include_private)
         seen: set[tuple[str, int]] = set()
         lines: list[MemoryLine] = []
         files: dict[str, list[str] | None] = {}  # each file read once, however many hits it has
@@ -433,12 +492,34 @@ class Memory:
         """Cosine similarity of embeddings when an embedder is ready, else token overlap."""
         if self.embedder is not None:
             try:
-                vectors = self.embedder.embed_documents([text, *others])
+                vectors = self._embed_cached([text, *others])
                 return [float(v) for v in vectors[1:] @ vectors[0]]
             except EmbeddingError as exc:
                 self._note_degraded(f"embedding failed: {exc}")
         query = set(keyword_tokens(text.lower()))
         return [_overlap(query, set(keyword_tokens(o.lower()))) for o in others]
+
+    def _embed_cached(self, texts: list[str]) -> Any:
+        """Embeddings of short texts (memory lines), through the embedding cache.
+
+        Every store and capture compares its text with the lines of the closest chunks; those
+        lines repeat from call to call, so only new text is embedded.
+        """
+        import numpy as np
+
+        from mcp_memory.embedding.cache import cache_key
+
+        e = self.embedder
+        assert e is not None
+        keys = [cache_key(e.provider, e.model, e.dimensions, "line\n" + t) for t in texts]
+        found = self.cache.get_many(list(set(keys)))
+        missing = sorted({i for i, k in enumerate(keys) if k not in found}, key=lambda i: keys[i])
+        if missing:
+            fresh = e.embed_documents([texts[i] for i in missing])
+            new = {keys[i]: fresh[j] for j, i in enumerate(missing)}
+            self.cache.put_many(new)
+            found.update(new)
+        return np.stack([found[k] for k in keys])
 
     def _similarities_exact_first(self, text: str, others: list[str]) -> list[float]:
         # Case, spacing and punctuation never make two memories different.
@@ -526,6 +607,7 @@ class Memory:
                 if key:
                     self.ledger.release(key)
                 raise
+            self._embed_edited(rel)
         first = start + len(prefix) + 2
         captured = [MemoryLine(rel, first + i, line) for i, line in enumerate(lines[2:])]
         return CaptureResult(captured, skipped, name, f"captured {len(captured)} memories into {rel}")
@@ -574,6 +656,7 @@ class Memory:
         budget_chars: int | None = None,
         min_score: float | None = None,
         keywords_only: bool = False,
+        include_private: bool = True,
     ) -> str:
         """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
 
@@ -594,8 +677,10 @@ class Memory:
         pool = max_items * 2 + r.primer_items * 2
         if keywords_only:
             candidates, floor = self._keyword_hits(prompt, pool, threshold), None
+            if not include_private:
+                candidates = [h for h in candidates if not self.is_private(h.path)]
         else:
-            candidates = self.search(prompt, max_results=pool, min_score=threshold)
+            candidates = self.search(prompt, max_results=pool, min_score=threshold, include_private=include_private)
             floor = self.relevance_floor()
         hits = [h for h in candidates
                 if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
@@ -689,10 +774,52 @@ class Memory:
             generation = self.state.generation
             if generation == self._generation:
                 return
-            self.vectors.refresh()
-            self.keywords.reload()
+            self._recovering(self._refresh_handles)
             self.searcher.set_snapshot(SearchSnapshot.from_arrow(self.vectors.snapshot_rows()))
             self._generation = generation
+
+    def _refresh_handles(self) -> None:
+        self.vectors.refresh()
+        self.keywords.reload()
+
+    def _recovering(self, action: Any) -> Any:
+        """Run an index operation; if the index cannot be read, rebuild it from the files and retry once.
+
+        The index is derived data: a folder deleted or damaged under a running process (a
+        backup restore, a disk cleaner) costs a rebuild, never a failed call.
+        """
+        try:
+            return action()
+        except (EmbeddingError, PathError, SearchError, MemoryInputError):
+            raise
+        except Exception as exc:  # LanceDB and Tantivy raise plain OSError/ValueError/RuntimeError
+            if self._index_readable():
+                raise  # the index is fine: this failure is something else, and it is reported
+            self._rebuild_unreadable_index(exc)
+            return action()
+
+    def _index_readable(self) -> bool:
+        try:
+            self._refresh_handles()
+            self.vectors.count()
+            self.keywords.count()
+        except Exception:
+            return False
+        return True
+
+    def _rebuild_unreadable_index(self, exc: Exception) -> None:
+        log.warning("the index cannot be read (%s): reopening it and rebuilding from the files", exc)
+        self._note_degraded(f"index rebuilt after a read error: {exc}")
+        with self._open_lock:
+            index_dir = self.settings.index_dir
+            dims = self.embedder.dimensions if self.embedder else 0
+            self.keywords = KeywordIndex(index_dir / "tantivy")  # a damaged folder is recreated empty
+            self.vectors = VectorStore(self.settings.vector_uri, dims)  # a deleted table is recreated empty
+            self.indexer.keywords = self.searcher.keywords = self.keywords
+            self.indexer.vectors = self.vectors
+            self._generation = None
+        # Rows missing against the state table make the sync re-index every file (cached vectors).
+        self.indexer.sync()
 
     def _note_degraded(self, reason: str) -> None:
         if reason not in self._degraded:
@@ -705,7 +832,8 @@ _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" cl
 
 
 def _clean_key(key: str | None) -> str | None:
-    key = " ".join(str(key or "").split())[:200]
+    # One line, bounded, and valid UTF-8 (JSON admits lone surrogates; SQLite does not).
+    key = " ".join(str(key or "").split())[:200].encode("utf-8", "replace").decode("utf-8")
     return key or None
 
 

@@ -21,6 +21,7 @@ than an ANN index at the sizes a memory reaches (and needs no minutes-long index
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -80,6 +81,15 @@ class SearchSnapshot:
     vector_rows: np.ndarray  # row numbers that have a vector
     has_vector: np.ndarray  # per row: True when the row has a vector
     terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
+    hidden: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # rows matching path patterns
+
+    def hidden_mask(self, patterns: tuple[str, ...]) -> np.ndarray:
+        """Rows whose path matches any of ``patterns`` (computed once per snapshot)."""
+        mask = self.hidden.get(patterns)
+        if mask is None:
+            by_path = {p: any(fnmatch.fnmatchcase(p, pattern) for pattern in patterns) for p in set(self.paths)}
+            mask = self.hidden[patterns] = np.array([by_path[p] for p in self.paths], bool)
+        return mask
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> "SearchSnapshot":
@@ -157,6 +167,7 @@ class HybridSearcher:
         before: dt.date | None = None,
         today: dt.date | None = None,
         use_vectors: bool = True,
+        hidden: tuple[str, ...] = (),
     ) -> list[SearchHit]:
         s = self.settings
         k = s.max_results if max_results is None else int(max_results)
@@ -173,6 +184,9 @@ class HybridSearcher:
             return []
 
         allowed = self._filter_mask(snap, path_prefix, after, before)
+        if hidden:
+            visible = ~snap.hidden_mask(tuple(hidden))
+            allowed = visible if allowed is None else allowed & visible
         filtered = allowed is not None
         pool = k * s.candidate_multiplier
         if filtered:

@@ -139,29 +139,53 @@ class RecallResult(BaseModel):
     context: str = Field(description="The <relevant-memories> block, or empty when nothing is relevant")
 
 
-class StaticTokenVerifier:
-    """Bearer tokens compared in constant time."""
+SCOPE_READ = "memory"
+SCOPE_WRITE = "memory:write"
+SCOPE_PRIVATE = "memory:private"  # may see the files of privacy.private_paths
 
-    def __init__(self, tokens: list[str]):
-        self._tokens = [t.encode() for t in tokens if t]
+
+class StaticTokenVerifier:
+    """Bearer tokens compared in constant time, each with its scopes.
+
+    A full token reads and writes; a read-only token searches and reads but cannot store,
+    forget or capture.
+    """
+
+    def __init__(self, tokens: dict[str, list[str]]):
+        self._tokens = [(t.encode(), scopes) for t, scopes in tokens.items() if t]
 
     async def verify_token(self, token: str) -> AccessToken | None:
         given = token.encode()
-        if any(hmac.compare_digest(given, t) for t in self._tokens):
-            return AccessToken(token=token, client_id="mcp-memory", scopes=["memory"])
-        return None
+        found = None
+        for known, scopes in self._tokens:
+            # Every token is compared, so the time taken says nothing about which one matched.
+            if hmac.compare_digest(given, known):
+                found = scopes
+        if found is None:
+            return None
+        return AccessToken(token=token, client_id="mcp-memory", scopes=list(found))
 
 
 def create_server(settings: Settings, service: MemoryService | None = None, token: str | None = None,
-                  public_url: str | None = None) -> MCPServer:
-    """The MCP server for one workspace. ``token`` turns on bearer authentication (HTTP, SSE)."""
+                  public_url: str | None = None, read_only_tokens: list[str] | tuple[str, ...] = (),
+                  shared_tokens: list[str] | tuple[str, ...] = (), shared: bool = False) -> MCPServer:
+    """The MCP server for one workspace.
+
+    ``token`` (full access), ``read_only_tokens`` (no edits) and ``shared_tokens`` (a group chat,
+    a team bot: no private files) turn on bearer authentication (HTTP, SSE). ``shared`` treats
+    every caller of this server as shared (a stdio server started for a team bot).
+    """
     service = service or MemoryService(settings)
     auth_kwargs: dict[str, Any] = {}
+    tokens = {t: [SCOPE_READ, SCOPE_WRITE] for t in shared_tokens if t}
+    tokens.update({t: [SCOPE_READ, SCOPE_PRIVATE] for t in read_only_tokens if t})
     if token:
+        tokens[token] = [SCOPE_READ, SCOPE_WRITE, SCOPE_PRIVATE]
+    if tokens:
         base = public_url or "http://127.0.0.1"
         auth_kwargs = {
-            "token_verifier": StaticTokenVerifier([token]),
-            "auth": AuthSettings(issuer_url=base, resource_server_url=base, required_scopes=["memory"],
+            "token_verifier": StaticTokenVerifier(tokens),
+            "auth": AuthSettings(issuer_url=base, resource_server_url=base, required_scopes=[SCOPE_READ],
                                  validate_token_resource=False),
         }
     bus = InMemorySubscriptionBus()
@@ -201,6 +225,13 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         except (TimeoutError, RuntimeError) as exc:
             raise ToolError(str(exc)) from None
 
+    def private_ok(ctx: Context | None) -> bool:
+        """May this caller see the private files? Not when the server or its token is shared."""
+        if shared:
+            return False
+        scopes = _caller_scopes(ctx)
+        return scopes is None or SCOPE_PRIVATE in scopes
+
     # ----- tools ---------------------------------------------------------------------------
     @server.tool(title="Search memory", annotations=_READ_ONLY)
     def memory_search(
@@ -210,12 +241,14 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
         after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
         before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        ctx: Context | None = None,
     ) -> SearchResult:
         """Search the memory (hybrid keyword + semantic). Each hit cites path#Lstart-Lend."""
         from mcp_memory.memory import SearchError
 
         try:
-            hits = memory().search(query, max_results, min_score, path_prefix, after, before)
+            hits = memory().search(query, max_results, min_score, path_prefix, after, before,
+                                   include_private=private_ok(ctx))
         except SearchError as exc:
             raise ToolError(str(exc)) from None
         return SearchResult(results=[Hit(**h.to_dict()) for h in hits])
@@ -225,12 +258,13 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         path: Annotated[str, Field(description="Workspace-relative path, e.g. memory/2026-11-26.md")],
         from_line: Annotated[int | None, Field(ge=1, description="First line, 1-based")] = None,
         line_count: Annotated[int | None, Field(ge=1, description="Number of lines")] = None,
+        ctx: Context | None = None,
     ) -> GetResult:
         """Read lines of a memory file (MEMORY.md, memory/**/*.md or a configured extra path)."""
         from mcp_memory.memory import PathError
 
         try:
-            result = memory().get(path, from_line, line_count)
+            result = memory().get(path, from_line, line_count, include_private=private_ok(ctx))
         except PathError as exc:
             raise ToolError(str(exc)) from None
         return GetResult(**result.__dict__)
@@ -242,12 +276,14 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         text: Annotated[str, Field(description="One durable fact, preference or decision, as a sentence")],
         category: Annotated[str | None, Field(description="preference, decision, entity, fact or other")] = None,
         evergreen: Annotated[bool, Field(description="True: MEMORY.md (lasting); False: today's daily log")] = False,
+        ctx: Context | None = None,
     ) -> StoreResultModel:
         """Save one memory as a bullet in today's daily file (or MEMORY.md). Near-duplicates are not written twice."""
         from mcp_memory.memory import MemoryInputError, PathError
 
+        _require_write(ctx)
         try:
-            result = memory().store(text, category, evergreen)
+            result = memory().store(text, category, evergreen, include_private=private_ok(ctx))
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         m = result.memory
@@ -266,13 +302,15 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         path: Annotated[str | None, Field(description="File of the line to remove")] = None,
         line: Annotated[int | None, Field(ge=1, description="Line number to remove")] = None,
         confirm: Annotated[bool, Field(description="False: only list candidates; True: remove")] = False,
+        ctx: Context | None = None,
     ) -> ForgetResultModel:
         """Remove one memory line. Without confirm, returns the candidates; with confirm, removes the
         single clear match (or the exact path and line)."""
         from mcp_memory.memory import MemoryInputError, PathError
 
+        _require_write(ctx)
         try:
-            result = memory().forget(query, path, line, confirm)
+            result = memory().forget(query, path, line, confirm, include_private=private_ok(ctx))
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         if result.removed:
@@ -294,6 +332,7 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         idempotency_key: Annotated[str | None, Field(description="A key captured before captures nothing "
                                                                  "again (in any process)")] = None,
         sampled: Annotated[CreateMessageResult | None, Resolve(_sampling_request)] = None,
+        ctx: Context | None = None,
     ) -> CaptureResultModel:
         """Save the durable facts, preferences and decisions the user stated in these messages, as dated
         bullets in today's daily file. Recalled <relevant-memories> blocks, secrets, prompt injections,
@@ -301,6 +340,7 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         from mcp_memory.capture import FixedFacts
         from mcp_memory.transcripts import TranscriptError, messages_from_json
 
+        _require_write(ctx)
         try:
             parsed = messages_from_json([_plain(m) for m in messages])
         except TranscriptError as exc:
@@ -326,9 +366,11 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         prompt: Annotated[str, Field(description="The user's message")],
         session_key: Annotated[str | None, Field(description="Session id: memories recalled in its last "
                                                              "few turns are not repeated")] = None,
+        ctx: Context | None = None,
     ) -> RecallResult:
         """The <relevant-memories> block for a prompt (what the recall prompt injects)."""
-        return RecallResult(context=memory().recall(prompt, session_key=session_key))
+        return RecallResult(context=memory().recall(prompt, session_key=session_key,
+                                                    include_private=private_ok(ctx)))
 
     @server.tool(title="Memory status", annotations=_READ_ONLY)
     def memory_status() -> dict[str, Any]:
@@ -340,9 +382,10 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
     def recall(
         message: Annotated[str, Field(description="The user's message")],
         session_key: Annotated[str | None, Field(description="Session id (no repeats within its last turns)")] = None,
+        ctx: Context | None = None,
     ) -> list[UserMessage]:
         """The message, preceded by the memories relevant to it."""
-        block = memory().recall(message, session_key=session_key)
+        block = memory().recall(message, session_key=session_key, include_private=private_ok(ctx))
         return [UserMessage(f"{block}\n\n{message}" if block else message)]
 
     @server.prompt(title="Capture")
@@ -358,7 +401,8 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
     # ----- resources -----------------------------------------------------------------------
     @server.resource("memory://files", mime_type="application/json", description="The memory files")
     def files_resource() -> str:
-        files = memory().list_files()
+        # A static resource gets no Context; the token still comes from the request's context.
+        files = memory().list_files(include_private=private_ok(None))
         return json.dumps([{"path": f.path, "size": f.size, "date": f.date.isoformat() if f.date else None,
                             "evergreen": f.evergreen, "uri": file_uri(f.path)} for f in files],
                           ensure_ascii=False)
@@ -367,19 +411,19 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
     # workspace; Memory.get still refuses anything that is not a memory file.
     @server.resource("memory://files/{+path}", mime_type="text/markdown", description="A memory file's text",
                      security=ResourceSecurity(reject_absolute_paths=False))
-    def file_resource(path: str) -> str:
+    def file_resource(path: str, ctx: Context | None = None) -> str:
         from mcp_memory.memory import PathError
         from mcp.server.mcpserver.exceptions import ResourceError
 
         try:
-            return memory().get(path).text
+            return memory().get(path, include_private=private_ok(ctx)).text
         except PathError as exc:
             raise ResourceError(str(exc)) from None
 
     @server.resource("memory://recall/{query}", mime_type="text/plain",
                      description="The recall block for a query")
-    def recall_resource(query: str) -> str:
-        return memory().recall(query)
+    def recall_resource(query: str, ctx: Context | None = None) -> str:
+        return memory().recall(query, include_private=private_ok(ctx))
 
     @server.resource("memory://status", mime_type="application/json", description="Index status")
     def status_resource() -> str:
@@ -411,6 +455,25 @@ def _sampling_request(messages: list[ChatMessage], session_key: str | None, ctx:
     system, user = extraction_prompt(candidates, _today())
     return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
                   system_prompt=system, max_tokens=800, temperature=0)
+
+
+def _require_write(ctx: Context | None) -> None:
+    """Refuse an edit to a caller whose token is read-only (stdio callers and full tokens may edit)."""
+    scopes = _caller_scopes(ctx)
+    if scopes is not None and SCOPE_WRITE not in scopes:
+        raise ToolError("this token is read-only: it may search and read memory, not store, forget or capture")
+
+
+def _caller_scopes(ctx: Context | None) -> list[str] | None:
+    """The scopes of the caller's bearer token; None when the transport has no authentication."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    if token is None and ctx is not None:
+        request = getattr(ctx.request_context, "request", None)
+        user = getattr(request, "scope", {}).get("user") if request is not None else None
+        token = getattr(user, "access_token", None)
+    return list(token.scopes) if token is not None else None
 
 
 def _plain(message: Any) -> Any:

@@ -131,9 +131,13 @@ class Workspace:
             if memory_file.rel_path == cleaned:
                 return memory_file
         candidate = Path(cleaned) if cleaned.startswith("/") else self.root / cleaned
-        if candidate.is_symlink():
+        try:
+            is_link, exists = candidate.is_symlink(), candidate.exists()
+        except OSError:  # a name too long for the file system, and the like
+            raise PathError(f"{rel_path[:80]!r}... is not a memory file") from None
+        if is_link:
             raise PathError(f"{rel_path!r} is a symbolic link; links are not followed")
-        if candidate.exists():
+        if exists:
             raise PathError(
                 f"{rel_path!r} is not a memory file (memory files are MEMORY.md, memory/**/*.md "
                 "and the configured extra paths)"

@@ -17,6 +17,7 @@ workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 import re
@@ -102,6 +103,7 @@ class KeywordIndex:
     """A Tantivy index of chunk ids and their tokenised text, on disk in ``folder``."""
 
     def __init__(self, folder: Path):
+        self._folder = folder
         layout = folder / "mcp-memory-layout"
         if folder.exists() and (not layout.exists() or layout.read_text().strip() != _LAYOUT):
             log.warning("keyword index at %s has another layout: rebuilding it", folder)
@@ -111,7 +113,16 @@ class KeywordIndex:
             layout.write_text(_LAYOUT)
         self._schema = _schema()
         self._analyzer = _analyzer()
-        self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
+        try:
+            self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
+        except ValueError as exc:
+            # Derived data that cannot be read is rebuilt from the files (the next sync sees
+            # the missing documents and re-indexes every file).
+            log.warning("keyword index at %s cannot be read (%s): rebuilding it", folder, exc)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True, exist_ok=True)
+            layout.write_text(_LAYOUT)
+            self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
         # Custom tokenizers are not persisted: register on every open, before any read or write.
         self._index.register_tokenizer(_TOKENIZER_NAME, _analyzer())
 
@@ -121,6 +132,11 @@ class KeywordIndex:
         """One short write transaction: changes are committed at the end, or dropped on error."""
         writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         try:
+            # A commit killed half-way leaves files the index does not reference (a segment's
+            # .del file, say); a later commit writing the same name would fail. Holding the only
+            # writer, remove them first.
+            writer.garbage_collect_files()
+            self._remove_stale_delete_files()
             yield _KeywordWriter(writer)
             writer.commit()
             writer.wait_merging_threads()
@@ -130,6 +146,27 @@ class KeywordIndex:
         finally:
             del writer
         self._index.reload()
+
+    def _remove_stale_delete_files(self) -> None:
+        """Delete ``<segment>.<opstamp>.del`` files that meta.json does not reference.
+
+        Tantivy's own garbage collection only knows the files it registered; a commit killed
+        between writing a delete file and publishing meta.json can leave one it never will, and
+        the next commit of the same change would then fail on "file already exists".
+        """
+        try:
+            meta = json.loads((self._folder / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        wanted = set()
+        for segment in meta.get("segments") or []:
+            deletes = segment.get("deletes") or {}
+            if "opstamp" in deletes:
+                wanted.add(f"{str(segment.get('segment_id', '')).replace('-', '')}.{deletes['opstamp']}.del")
+        for path in self._folder.glob("*.del"):
+            if path.name not in wanted:
+                log.warning("removing %s, left by an interrupted keyword-index commit", path.name)
+                path.unlink(missing_ok=True)
 
     # ----- reading -------------------------------------------------------------------------
     def reload(self) -> None:

@@ -247,6 +247,17 @@ class Indexer:
         self.state.set("fingerprint", wanted)
         self.state.bump_generation()
 
+    def rebuild(self, reason: str) -> None:
+        """Empty both indexes and the state table; the next sync re-indexes every file."""
+        with self._write_lock:
+            log.warning("rebuilding the index: %s", reason)
+            self.state.set("rebuild_reason", reason)
+            self.vectors.reset()
+            with self.keywords.writer() as writer:
+                writer.delete_all()
+            self.state.clear_files()
+            self.state.bump_generation()
+
     def _orphan_paths(self) -> set[str]:
         """Paths with rows in the index but no state row: left by a run killed mid-batch."""
         expected = sum(f.chunks for f in self.state.files().values())

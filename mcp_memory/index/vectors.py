@@ -115,6 +115,13 @@ class VectorStore:
         rows = self._table.search().select(["path"]).limit(max(self.count(), 1)).to_arrow()
         return set(rows.column("path").to_pylist())
 
+    def ids_and_paths(self) -> pa.Table:
+        """The id and path of every row (consistency checks)."""
+        total = self.count()
+        if total == 0:
+            return self.schema.empty_table().select(["id", "path"])
+        return self._table.search().select(["id", "path"]).limit(total).to_arrow()
+
     def count_missing_vectors(self) -> int:
         return self.count("vector IS NULL") if self.dimensions else 0
 
