@@ -8,6 +8,7 @@ Integration tests use the real default embedder.
 from __future__ import annotations
 
 import hashlib
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,3 +114,18 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False

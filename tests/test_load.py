@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from conftest import free_port, port_open
 
 from mcp import Client
 
@@ -84,20 +85,6 @@ def store_text(client: int, seq: int) -> str:
     r = random.Random(k)
     return (f"{PEOPLE[k % len(PEOPLE)]} logged {r.randrange(100, 9999)} {r.choice(COMPONENTS)} events for "
             f"{r.choice(PROJECTS)} on {r.choice(TOOLS)} in {r.choice(CITIES)}, marker lt{client:02d}s{seq:03d}.")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def rss_kb(pid: int) -> int | None:

@@ -18,7 +18,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from conftest import free_port, port_open
 from mcp import Client
 
 from mcp_memory.chunking import chunk_markdown
@@ -94,20 +95,6 @@ def child_env() -> dict[str, str]:
 
 def none_settings(ws: Path) -> Settings:
     return load_settings(ws, overrides={"embedding.provider": "none"}, environ={})
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class Server:

@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,8 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+
+from conftest import free_port, port_open
 
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -59,20 +60,6 @@ def server_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class ServerProcess:
