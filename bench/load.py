@@ -75,7 +75,7 @@ sys.path.insert(0, str(ROOT))
 
 from importlib.metadata import version  # noqa: E402
 
-from machine import emit, loadavg, machine  # noqa: E402
+from machine import emit, loadavg, machine, percentile  # noqa: E402
 from mcp import Client  # noqa: E402
 
 RSS_TARGET_RATIO = 1.10
@@ -500,10 +500,7 @@ def ms_stats(values: list[float]) -> dict[str, float]:
     arr = sorted(v * 1000.0 for v in values)
 
     def pct(p: float) -> float:
-        pos = (len(arr) - 1) * p / 100.0
-        lo = int(pos)
-        hi = min(lo + 1, len(arr) - 1)
-        return arr[lo] + (arr[hi] - arr[lo]) * (pos - lo)
+        return percentile(arr, p)
 
     return {"n": len(arr), "p50_ms": round(pct(50), 2), "p95_ms": round(pct(95), 2), "p99_ms": round(pct(99), 2),
             "mean_ms": round(statistics.fmean(arr), 2), "max_ms": round(arr[-1], 2)}

@@ -36,3 +36,11 @@ def emit(results: dict[str, Any], summary: str, json_path: Path | None) -> None:
     if json_path:
         json_path.write_text(json.dumps(results, indent=2))
     print(json.dumps(results))
+
+
+def percentile(ordered: list[float], p: float) -> float:
+    """The ``p``-th percentile of sorted values, by linear interpolation (numpy's default)."""
+    pos = (len(ordered) - 1) * p / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

@@ -224,27 +224,25 @@ def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.hooks import capture_summary, capture_transcript
     from mcp_memory.memory import Memory
-    from mcp_memory.transcripts import TranscriptError
+    from mcp_memory.transcripts import TranscriptError, messages_from_json, read_transcript
 
-    request: dict[str, Any] = {"session_key": args.session, "idempotency_key": args.idempotency_key}
-    if args.transcript in (None, "-"):
-        try:
-            request["messages"] = json.loads(sys.stdin.read())
-        except json.JSONDecodeError as exc:
-            raise _UserError(f"stdin is not a JSON list of messages: {exc}") from None
-    else:
-        request["transcript_path"] = args.transcript
+    last = settings.capture.max_messages
+    try:
+        if args.transcript in (None, "-"):
+            messages = messages_from_json(json.loads(sys.stdin.read()))[-last:]
+        else:
+            messages = read_transcript(args.transcript, last=last)
+    except json.JSONDecodeError as exc:
+        raise _UserError(f"stdin is not a JSON list of messages: {exc}") from None
+    except TranscriptError as exc:
+        raise _UserError(str(exc)) from None
     if args.extractor:
         settings.capture.extractor = args.extractor
     with Memory(settings) as memory:
-        try:
-            result = capture_transcript(memory, request)
-        except (TranscriptError, ValueError) as exc:
-            raise _UserError(str(exc)) from None
+        result = memory.capture(messages, session_key=args.session, idempotency_key=args.idempotency_key)
     if args.json:
-        print(json.dumps(capture_summary(result), ensure_ascii=False, indent=2))
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0
     print(result.message, file=sys.stderr)
     for line in result.captured:

@@ -44,8 +44,7 @@ def handle_request(memory: Any, request: dict[str, Any]) -> dict[str, Any]:
         context = memory.recall(str(request.get("prompt") or ""), session_key=request.get("session_key"))
         return {"context": context}
     if op == "capture":
-        result = capture_transcript(memory, request)
-        return capture_summary(result)
+        return capture_transcript(memory, request).to_dict()
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -62,15 +61,6 @@ def capture_transcript(memory: Any, request: dict[str, Any]) -> Any:
         raise ValueError("give transcript_path or messages")
     key = request.get("idempotency_key") or turn_key(request.get("session_key"), messages)
     return memory.capture(messages, session_key=request.get("session_key"), idempotency_key=key)
-
-
-def capture_summary(result: Any) -> dict[str, Any]:
-    return {
-        "captured": [{"citation": m.citation, "text": m.text} for m in result.captured],
-        "skipped": [s.to_dict() for s in result.skipped],
-        "extractor": result.extractor,
-        "message": result.message,
-    }
 
 
 def turn_key(session_key: Any, messages: list[Any]) -> str:

@@ -97,6 +97,14 @@ class CaptureResult:
     extractor: str
     message: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "captured": [{"citation": m.citation, "text": m.text} for m in self.captured],
+            "skipped": [s.to_dict() for s in self.skipped],
+            "extractor": self.extractor,
+            "message": self.message,
+        }
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -457,25 +465,8 @@ class Memory:
     def _memory_lines(self, text: str, limit: int, include_private: bool = True) -> list[MemoryLine]:
         """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
         hits = self.search(text, max_results=5, min_score=0.0, include_private=include_private)
-        seen: set[tuple[str, int]] = set()
-        lines: list[MemoryLine] = []
-        files: dict[str, list[str] | None] = {}  # each file read once, however many hits it has
-        for hit in hits:
-            if hit.path not in files:
-                try:
-                    files[hit.path] = self.get(hit.path).text.split("\n")
-                except PathError:
-                    files[hit.path] = None
-            file_lines = files[hit.path]
-            if file_lines is None:
-                continue
-            for number in range(hit.start_line, min(hit.end_line, len(file_lines)) + 1):
-                raw = file_lines[number - 1]
-                stripped = raw.strip()
-                if not stripped or stripped.startswith("#") or (hit.path, number) in seen:
-                    continue
-                seen.add((hit.path, number))
-                lines.append(MemoryLine(hit.path, number, raw.rstrip("\r")))
+        lines = [MemoryLine(hit.path, number, raw) for hit, number, raw in self._hit_lines(hits)
+                 if raw.strip() and not raw.strip().startswith("#")]
         if not lines:
             return []
         scores = self._similarities_exact_first(text, [_memory_body(m.text) for m in lines])
@@ -612,15 +603,6 @@ class Memory:
         captured = [MemoryLine(rel, first + i, line) for i, line in enumerate(lines[2:])]
         return CaptureResult(captured, skipped, name, f"captured {len(captured)} memories into {rel}")
 
-    def capture_plan(self, messages: list[Message], session_key: str | None = None,
-                     idempotency_key: str | None = None) -> list[Any]:
-        """The candidate messages a model extractor would read; [] when capture would stop early."""
-        c = self.settings.capture
-        key = _clean_key(idempotency_key)
-        if is_memory_run(session_key) or (key and self.ledger.seen(key)):
-            return []
-        return select_candidates(list(messages), c.max_messages, c.min_chars, c.max_chars)[0]
-
     def _configured_extractor(self) -> Any:
         c = self.settings.capture
         if c.llm_model and c.extractor in ("auto", "llm"):
@@ -706,19 +688,8 @@ class Memory:
         chunk by chunk), so an unrelated prompt primes nothing.
         """
         shown = {(h.path, n) for h in gated for n in range(h.start_line, h.end_line + 1)}
-        lines: list[tuple[SearchHit, int, str]] = []
-        texts: dict[str, list[str]] = {}
-        for hit in candidates:
-            if hit.path not in texts:
-                try:
-                    texts[hit.path] = self.get(hit.path).text.split("\n")
-                except PathError:
-                    texts[hit.path] = []
-            for number in range(hit.start_line, min(hit.end_line, len(texts[hit.path])) + 1):
-                line = texts[hit.path][number - 1]
-                if _STANDING.match(line) and (hit.path, number) not in shown:
-                    shown.add((hit.path, number))
-                    lines.append((hit, number, line.strip()))
+        lines = [(hit, number, raw.strip()) for hit, number, raw in self._hit_lines(candidates, skip=shown)
+                 if _STANDING.match(raw)]
         floor = self.relevance_floor()
         if not lines or floor is None:
             return []
@@ -729,6 +700,25 @@ class Memory:
                       source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4))
             for score, (hit, number, text) in ranked[:limit] if score >= floor - PRIMER_MARGIN
         ]
+
+    def _hit_lines(self, hits: list[SearchHit], skip: set[tuple[str, int]] | None = None,
+                   ) -> list[tuple[SearchHit, int, str]]:
+        """Each distinct (hit, line number, line text) the hits cover, reading every file once."""
+        seen = set(skip or ())
+        files: dict[str, list[str]] = {}
+        out: list[tuple[SearchHit, int, str]] = []
+        for hit in hits:
+            if hit.path not in files:
+                try:
+                    files[hit.path] = self.get(hit.path).text.split("\n")
+                except PathError:
+                    files[hit.path] = []
+            file_lines = files[hit.path]
+            for number in range(hit.start_line, min(hit.end_line, len(file_lines)) + 1):
+                if (hit.path, number) not in seen:
+                    seen.add((hit.path, number))
+                    out.append((hit, number, file_lines[number - 1].rstrip("\r")))
+        return out
 
     def relevance_floor(self) -> float | None:
         """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""

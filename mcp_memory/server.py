@@ -8,6 +8,7 @@ edits. Errors the model should see are raised as ``ToolError`` with a clear mess
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import json
 import logging
@@ -452,7 +453,7 @@ def _sampling_request(messages: list[ChatMessage], session_key: str | None, ctx:
     candidates, _ = select_candidates(parsed, c.max_messages, c.min_chars, c.max_chars)
     if not candidates:
         return None
-    system, user = extraction_prompt(candidates, _today())
+    system, user = extraction_prompt(candidates, dt.date.today())
     return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
                   system_prompt=system, max_tokens=800, temperature=0)
 
@@ -478,12 +479,6 @@ def _caller_scopes(ctx: Context | None) -> list[str] | None:
 
 def _plain(message: Any) -> Any:
     return message.model_dump() if isinstance(message, BaseModel) else message
-
-
-def _today() -> Any:
-    import datetime as dt
-
-    return dt.date.today()
 
 
 def _line_model(line: Any) -> MemoryLineModel:

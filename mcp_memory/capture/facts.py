@@ -24,9 +24,6 @@ class Fact:
     category: str = "fact"
     source: int | None = None  # index of the message it came from, when known
 
-    def to_dict(self) -> dict[str, object]:
-        return {"text": self.text, "category": self.category}
-
 
 def normalise_category(value: object) -> str:
     category = str(value or "").strip().lower()
