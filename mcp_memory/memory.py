@@ -764,9 +764,13 @@ class Memory:
             generation = self.state.generation
             if generation == self._generation:
                 return
-            self._recovering(self._refresh_handles)
-            self.searcher.set_snapshot(SearchSnapshot.from_arrow(self.vectors.snapshot_rows()))
+            rows = self._recovering(self._newest_rows)
+            self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
             self._generation = generation
+
+    def _newest_rows(self) -> Any:
+        self._refresh_handles()
+        return self.vectors.snapshot_rows()
 
     def _refresh_handles(self) -> None:
         self.vectors.refresh()

@@ -14,7 +14,9 @@ workspace write lock, a file lock in the index folder, for a short time. Any pro
 write; they take turns. Tantivy's own one-writer lock is therefore never contended, and
 LanceDB never sees two writers. The expensive part, computing embeddings, runs outside the
 write lock under a separate ``embed`` lock that only one process holds, so two processes
-never embed the same chunks twice; the others simply skip the backfill.
+never embed the same chunks twice; the others simply skip the backfill. Each write transaction
+ends by compacting the vector table once enough small fragments have piled up
+(``VectorStore.compact``), which also deletes versions no reader can still be using.
 
 Crash safety: a file's state row is written only after its rows are in both indexes, and a
 re-sync of a file first deletes all of its rows. An interrupted run therefore redoes the
@@ -193,6 +195,7 @@ class Indexer:
                     writer.delete_path(path)
                 writer.add_many((c.id, c.path, c.index_text, c.date) for c in chunks)
             self.state.record_files([state for _, state, _ in prepared] + unchanged, removed)
+            self.vectors.compact()
 
         for _, state, file_chunks in prepared:
             (report.changed if state.path in known else report.added).append(state.path)
@@ -340,12 +343,10 @@ class Indexer:
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
                 self.state.bump_generation()
+                self.vectors.compact()
             done += rows.num_rows
             if progress:
                 progress("embeddings", done, max(total, done))
-        if done:
-            with self._write_lock:
-                self.vectors.optimize()
         return done
 
 

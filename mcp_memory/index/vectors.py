@@ -9,6 +9,7 @@ and an interrupted backfill simply continues with the chunks still missing a vec
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,23 @@ from mcp_memory.chunking import Chunk
 log = logging.getLogger(__name__)
 
 TABLE_NAME = "chunks"
+
+# LanceDB caches file metadata per table version (1 GB by default) and opened indexes (6 GB).
+# Every small write makes a version, so a long-running server's cache grew with each store.
+# Search reads an in-memory snapshot, never these caches, so small ones cost nothing.
+METADATA_CACHE_BYTES = 32 * 1024 * 1024
+INDEX_CACHE_BYTES = 32 * 1024 * 1024
+# Every write makes a version (a store makes three); compacting merges small fragments and
+# deletes old versions. It runs once this many fragments pile up, or this many versions were
+# written since this handle last ran it: its cost (tens of milliseconds, a rewrite of the small
+# fragments) is paid every twenty stores or so, rather than on each one.
+COMPACT_AT_FRAGMENTS = 32
+COMPACT_EVERY_VERSIONS = 60
+# Versions older than this are deleted when compacting. Readers in other processes move to the
+# newest version before each read, and a read takes well under a second, so a minute is a wide
+# margin; without cleanup, every superseded version's files stayed on disk (77 MB after 300
+# stores on a 2 MB table).
+VERSION_RETENTION = dt.timedelta(minutes=1)
 
 
 def chunk_schema(dimensions: int) -> pa.Schema:
@@ -53,8 +71,12 @@ class VectorStore:
         self.uri = uri
         self.dimensions = dimensions
         self.schema = chunk_schema(dimensions)
-        self._db = lancedb.connect(uri)
+        session = lancedb.Session(
+            index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+        )
+        self._db = lancedb.connect(uri, session=session)
         self._table = self._open_or_create()
+        self._compacted_at = self.version
 
     def _open_or_create(self) -> Any:
         try:
@@ -71,6 +93,7 @@ class VectorStore:
     def reset(self) -> None:
         """Drop every row (a full rebuild)."""
         self._table = self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
+        self._compacted_at = self.version
 
     def refresh(self) -> None:
         """Look at the newest version (another process may have written)."""
@@ -83,6 +106,7 @@ class VectorStore:
     # ----- writing (caller holds the workspace write lock) ---------------------------------
     def replace_paths(self, paths: Sequence[str], chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> None:
         """Delete every row of ``paths`` and add ``chunks`` (with cached vectors where known)."""
+        self.refresh()  # write on top of the newest version, whoever made it
         for start in range(0, len(paths), 200):
             part = paths[start : start + 200]
             self._table.delete("path IN (" + ",".join(_sql_string(p) for p in part) + ")")
@@ -96,49 +120,75 @@ class VectorStore:
         )
         index = rows.schema.get_field_index("vector")
         rows = rows.set_column(index, self.schema.field("vector"), column)
+        self.refresh()
         result = self._table.merge_insert("id").when_matched_update_all().execute(rows)
         return int(result.num_updated_rows)
 
-    def optimize(self) -> None:
-        """Compact small fragments left by many small writes (keeps recent versions for readers)."""
+    def compact(self, force: bool = False) -> bool:
+        """Merge the small fragments left by many small writes and delete old versions.
+
+        Runs when ``COMPACT_AT_FRAGMENTS`` fragments have piled up or ``COMPACT_EVERY_VERSIONS``
+        versions were made since this handle last ran it (checking costs under a millisecond),
+        or always with ``force``. Returns whether it ran.
+        """
         try:
-            self._table.optimize()
-        except Exception as exc:  # compaction is an optimisation, never a reason to fail a sync
-            log.warning("LanceDB optimize failed: %s", exc)
+            fragments = int(self._table.stats()["fragment_stats"]["num_fragments"])
+            due = fragments >= COMPACT_AT_FRAGMENTS or self.version - self._compacted_at >= COMPACT_EVERY_VERSIONS
+            if not (due or force):
+                return False
+            self._table.optimize(cleanup_older_than=VERSION_RETENTION)
+            self._compacted_at = self.version
+            return True
+        except Exception as exc:  # compaction is an optimisation, never a reason to fail a write
+            log.warning("LanceDB compaction failed: %s", exc)
+            return False
 
     # ----- reading -------------------------------------------------------------------------
+    # Each read runs at the version this handle last saw. If another process's compaction has
+    # deleted that version's files since (a handle idle for over VERSION_RETENTION), the read
+    # fails; it is then retried once on the newest version.
     def count(self, where: str | None = None) -> int:
-        return int(self._table.count_rows(where))
+        return int(self._reading(lambda: self._table.count_rows(where)))
 
     def paths(self) -> set[str]:
         """Distinct file paths that have rows."""
-        rows = self._table.search().select(["path"]).limit(max(self.count(), 1)).to_arrow()
-        return set(rows.column("path").to_pylist())
+        return set(self._all_rows(["path"]).column("path").to_pylist())
 
     def ids_and_paths(self) -> pa.Table:
         """The id and path of every row (consistency checks)."""
-        total = self.count()
-        if total == 0:
-            return self.schema.empty_table().select(["id", "path"])
-        return self._table.search().select(["id", "path"]).limit(total).to_arrow()
+        return self._all_rows(["id", "path"])
 
     def count_missing_vectors(self) -> int:
         return self.count("vector IS NULL") if self.dimensions else 0
 
     def rows_missing_vectors(self, limit: int) -> pa.Table:
-        return self._table.search().where("vector IS NULL").limit(limit).to_arrow()
+        return self._reading(lambda: self._table.search().where("vector IS NULL").limit(limit).to_arrow())
 
     def to_arrow(self) -> pa.Table:
         """Every row and column."""
-        return self._table.to_arrow()
+        return self._reading(lambda: self._table.to_arrow())
 
     def snapshot_rows(self) -> pa.Table:
         """Every row, with just the columns search keeps in memory (not index_text or heading)."""
-        columns = ["id", "path", "start_line", "end_line", "date", "text"] + (["vector"] if self.dimensions else [])
-        total = self.count()
-        if total == 0:
-            return self.schema.empty_table().select(columns)
-        return self._table.search().select(columns).limit(total).to_arrow()
+        return self._all_rows(["id", "path", "start_line", "end_line", "date", "text"]
+                              + (["vector"] if self.dimensions else []))
+
+    def _all_rows(self, columns: list[str]) -> pa.Table:
+        def read() -> pa.Table:
+            total = int(self._table.count_rows())
+            if total == 0:
+                return self.schema.empty_table().select(columns)
+            return self._table.search().select(columns).limit(total).to_arrow()
+
+        return self._reading(read)
+
+    def _reading(self, read: Any) -> Any:
+        try:
+            return read()
+        except Exception as exc:  # LanceDB raises RuntimeError("lance error: Not found: ...")
+            log.info("reading the chunk table failed (%s): retrying on the newest version", exc)
+            self.refresh()
+            return read()
 
     def _rows(self, chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> pa.Table:
         columns: dict[str, Any] = {
