@@ -81,6 +81,21 @@ class StoreResult:
     memory: MemoryLine  # the new line, or the existing near-duplicate
 
 
+@dataclass(eq=False)
+class _StoreRequest:
+    """One ``store`` call waiting to be written, and then its outcome."""
+
+    text: str
+    line: str  # the bullet as written
+    path: str
+    header: str  # for a new file
+    include_private: bool
+    written_at: int = 0
+    duplicate_of: "_StoreRequest | None" = None
+    result: StoreResult | None = None
+    error: BaseException | None = None
+
+
 @dataclass(frozen=True)
 class ForgetResult:
     removed: MemoryLine | None
@@ -132,6 +147,8 @@ class Memory:
         self._generation: str | None = None
         self._snapshot_lock = threading.Lock()
         self._edit_lock = threading.RLock()  # one edit at a time per process; files.lock across processes
+        self._store_queue: list[_StoreRequest] = []  # stores waiting for the edit lock (group commit)
+        self._store_queue_lock = threading.Lock()
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -375,20 +392,83 @@ class Memory:
         if category and not all(c.isalnum() or c in "-_ " for c in category):
             raise MemoryInputError("category may hold letters, digits, spaces, '-' and '_' only")
         self.open()
+        day = today or dt.date.today()
+        request = _StoreRequest(
+            text=text,
+            line=f"- [{category}] {text}" if category else f"- {text}",
+            path=self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day),
+            header="# Memory\n\n" if evergreen else f"# {day.isoformat()}\n\n",
+            include_private=include_private,
+        )
+        with self._store_queue_lock:
+            self._store_queue.append(request)
         with self._edit_lock:
-            duplicate = self._find_duplicate(text)
-            if duplicate is not None:
-                if not include_private and self.is_private(duplicate.path):
-                    duplicate = MemoryLine(duplicate.path, duplicate.line, "(private)", duplicate.score)
-                return StoreResult(False, duplicate)
-            day = today or dt.date.today()
-            rel = self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day)
-            header = "# Memory\n\n" if evergreen else f"# {day.isoformat()}\n\n"
-            line_text = f"- [{category}] {text}" if category else f"- {text}"
-            start, _ = self.workspace.append(rel, [line_text], new_file_header=header)
-            self._sync_edited(rel)
-            self._embed_edited(rel)
-        return StoreResult(True, MemoryLine(rel, start, line_text))
+            # Group commit: whoever holds the edit lock writes every store queued meanwhile in
+            # one append per file, one sync and one embedding pass. A caller whose request a
+            # previous holder wrote finds its answer ready.
+            if request.result is None and request.error is None:
+                with self._store_queue_lock:
+                    batch, self._store_queue = self._store_queue, []
+                self._write_stores(batch)
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None
+        return request.result
+
+    def _write_stores(self, batch: list["_StoreRequest"]) -> None:
+        """Write a batch of store requests; each gets its result or the error that stopped it."""
+        try:
+            with self.workspace.locked():  # no other process writes between the check and the append
+                self._embed_texts_ahead([r.text for r in batch])
+                written: list[_StoreRequest] = []
+                for request in batch:
+                    duplicate = self._find_duplicate(request.text)
+                    if duplicate is not None:
+                        if not request.include_private and self.is_private(duplicate.path):
+                            duplicate = MemoryLine(duplicate.path, duplicate.line, "(private)", duplicate.score)
+                        request.result = StoreResult(False, duplicate)
+                        continue
+                    request.duplicate_of = self._earlier_duplicate(request.text, written)
+                    if request.duplicate_of is None:
+                        written.append(request)
+                paths = list(dict.fromkeys(r.path for r in written))
+                for path in paths:
+                    requests = [r for r in written if r.path == path]
+                    start, _ = self.workspace.append(path, [r.line for r in requests], new_file_header=requests[0].header)
+                    for offset, r in enumerate(requests):
+                        r.written_at = start + offset
+                if paths:
+                    self._recovering(lambda: self.indexer.sync(only=set(paths)))
+                    for path in paths:
+                        self._embed_edited(path)
+                for r in written:
+                    r.result = StoreResult(True, MemoryLine(r.path, r.written_at, r.line))
+                for r in batch:
+                    if r.result is None and r.duplicate_of is not None:  # repeats a line written just now
+                        first = r.duplicate_of
+                        r.result = StoreResult(False, MemoryLine(first.path, first.written_at, first.line))
+        except BaseException as exc:
+            for r in batch:
+                if r.result is None:
+                    r.error = exc
+            if not isinstance(exc, Exception):
+                raise
+
+    def _earlier_duplicate(self, text: str, written: list["_StoreRequest"]) -> "_StoreRequest | None":
+        """The request earlier in the same batch that ``text`` nearly repeats, if any."""
+        if not written:
+            return None
+        scores = self._similarities_exact_first(text, [w.text for w in written])
+        best = max(range(len(written)), key=lambda i: scores[i])
+        return written[best] if scores[best] >= self.settings.capture.dedupe_threshold else None
+
+    def _embed_texts_ahead(self, texts: list[str]) -> None:
+        """Embed a batch's new texts in one call, so each duplicate check finds them cached."""
+        if self.embedder is not None and len(texts) > 1:
+            try:
+                self._embed_cached(texts)
+            except EmbeddingError:
+                pass  # each check falls back on its own and notes the degradation
 
     def forget(
         self, query: str | None = None, path: str | None = None, line: int | None = None, confirm: bool = False,
