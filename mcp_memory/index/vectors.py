@@ -26,8 +26,8 @@ TABLE_NAME = "chunks"
 # LanceDB caches file metadata per table version (1 GB by default) and opened indexes (6 GB).
 # Every small write makes a version, so a long-running server's cache grew with each store.
 # Search reads an in-memory snapshot, never these caches, so small ones cost nothing.
-METADATA_CACHE_BYTES = 32 * 1024 * 1024
-INDEX_CACHE_BYTES = 32 * 1024 * 1024
+METADATA_CACHE_BYTES = 4 * 1024 * 1024
+INDEX_CACHE_BYTES = 4 * 1024 * 1024
 # Every write makes a version (a store makes three); compacting merges small fragments and
 # deletes old versions. It runs once this many fragments pile up, or this many versions were
 # written since this handle last ran it: its cost (tens of milliseconds, a rewrite of the small
