@@ -40,6 +40,10 @@ def versions(memory: Memory) -> int:
     return len(memory.vectors._table.list_versions())
 
 
+# no_retention is exactly what LanceDB warns about: no other handle may still be reading.
+pytestmark = pytest.mark.filterwarnings("ignore:optimize.cleanup_older_than=0. removes every version:UserWarning")
+
+
 @pytest.fixture
 def no_retention(monkeypatch):
     """Compaction deletes every superseded version at once (the shipped margin is a minute)."""
