@@ -438,7 +438,7 @@ class Memory:
                     for offset, r in enumerate(requests):
                         r.written_at = start + offset
                 if paths:
-                    self._recovering(lambda: self.indexer.sync(only=set(paths)))
+                    self._sync_edited(*paths)
                     for path in paths:
                         self._embed_edited(path)
                 for r in written:
@@ -522,8 +522,8 @@ class Memory:
             raise MemoryInputError(f"{lines.path} line {line} is blank")
         return MemoryLine(lines.path, line, text.rstrip("\r"))
 
-    def _sync_edited(self, rel: str) -> None:
-        self._recovering(lambda: self.indexer.sync(only={rel}))
+    def _sync_edited(self, *rels: str) -> None:
+        self._recovering(lambda: self.indexer.sync(only=set(rels)))
 
     def _embed_edited(self, rel: str) -> None:
         """Give the edited file's new rows their vectors before the edit returns.
