@@ -8,8 +8,12 @@ Integration tests use the real default embedder.
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -129,3 +133,68 @@ def port_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+# ----- `mcp-memory serve` in a child process ------------------------------------------------------
+SERVER_READY_TIMEOUT = 30.0
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment for a child server: no MCP_MEMORY_* settings leak in, output unbuffered."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+class ServerProcess:
+    """``python -m mcp_memory serve`` (keyword-only) on a free loopback port, its output in a log file."""
+
+    def __init__(self, workspace: Path, logdir: Path, *args: str, env: dict[str, str] | None = None):
+        self.port = free_port()
+        self.log = logdir / f"server-{self.port}.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mcp_memory", "serve", "--workspace", str(workspace), "--embedder", "none",
+                 "--host", "127.0.0.1", "--port", str(self.port), *args],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env(**(env or {})),
+                cwd=str(logdir),
+            )
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The Streamable HTTP endpoint."""
+        return f"{self.base}/mcp"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_listening(self, timeout: float = SERVER_READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while not port_open(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.output()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"server did not listen on {self.port} within {timeout} s: {self.output()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_server(workspace: Path, logdir: Path, *args: str, env: dict[str, str] | None = None) -> ServerProcess:
+    """Start ``serve`` with ``args`` and wait until it accepts connections."""
+    server = ServerProcess(workspace, logdir, *args, env=env)
+    server.wait_listening()
+    return server

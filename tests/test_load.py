@@ -18,7 +18,6 @@ import contextlib
 import os
 import random
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import free_port, port_open
+from conftest import start_server
 
 from mcp import Client
 
@@ -100,31 +99,13 @@ def rss_kb(pid: int) -> int | None:
 
 @contextlib.contextmanager
 def http_server(workspace: Path, logdir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    log = logdir / "server.log"
-    with open(log, "wb") as errf:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_memory", "serve", "--workspace", str(workspace), "--embedder", "none",
-             "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-            stdin=subprocess.DEVNULL, stdout=errf, stderr=subprocess.STDOUT, env=env, cwd=str(logdir))
+    server = start_server(workspace, logdir, "--transport", "http")
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not port_open(port):
-            assert proc.poll() is None, f"server exited with {proc.returncode}: {log.read_text(errors='replace')}"
-            assert time.monotonic() < deadline, f"server did not listen: {log.read_text(errors='replace')}"
-            time.sleep(0.05)
-        yield proc, f"http://127.0.0.1:{port}/mcp"
-        assert proc.poll() is None, f"server died during the load: {log.read_text(errors='replace')[-3000:]}"
-        assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+        yield server.proc, server.url
+        assert server.proc.poll() is None, f"server died during the load: {server.output()[-3000:]}"
+        assert "Traceback" not in server.output(), server.output()[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        server.stop()
 
 
 # ----- the load ------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import free_port, port_open
+from conftest import ServerProcess, server_env
 from mcp import Client
 
 from mcp_memory.chunking import chunk_markdown
@@ -87,57 +87,13 @@ def word(rng: random.Random) -> str:
     return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
 
 
-def child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def none_settings(ws: Path) -> Settings:
     return load_settings(ws, overrides={"embedding.provider": "none"}, environ={})
 
 
-class Server:
-    """``mcp_memory serve --transport http`` on a free loopback port (watcher on, as users run it)."""
-
-    def __init__(self, ws: Path, logdir: Path):
-        self.port = free_port()
-        self.log = logdir / f"server-{self.port}.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mcp_memory", "serve", "--embedder", "none", "--transport", "http",
-                 "--host", "127.0.0.1", "--port", str(self.port), "--workspace", str(ws)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=str(logdir),
-            )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def wait_listening(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not port_open(self.port):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.output()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server did not listen within {READY_TIMEOUT} s: {self.output()}")
-            time.sleep(0.05)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-def start_servers(ws: Path, logdir: Path, count: int) -> list[Server]:
-    servers = [Server(ws, logdir) for _ in range(count)]
+def start_servers(ws: Path, logdir: Path, count: int) -> list[ServerProcess]:
+    """``count`` HTTP servers (watcher on, as users run them), started together."""
+    servers = [ServerProcess(ws, logdir, "--transport", "http") for _ in range(count)]
     try:
         for server in servers:
             server.wait_listening()
@@ -234,7 +190,7 @@ def assert_status_consistent(ws: Path) -> dict[str, Any]:
     """``python -m mcp_memory status --json``: every file indexed, chunk counts that match the files."""
     result = subprocess.run(
         [sys.executable, "-m", "mcp_memory", "status", "--json", "--embedder", "none", "-w", str(ws)],
-        capture_output=True, text=True, timeout=60, env=child_env(),
+        capture_output=True, text=True, timeout=60, env=server_env(),
     )
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
@@ -304,7 +260,7 @@ async def test_three_servers_and_an_indexer_share_one_workspace(tmp_path: Path, 
                 indexer = subprocess.Popen(
                     [sys.executable, "-m", "mcp_memory", "index", "--embedder", "none", "-q", "-w", str(ws)],
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                    env=child_env(),
+                    env=server_env(),
                 )
 
             tg.start_soon(start_indexer)
@@ -512,7 +468,7 @@ def test_kill_9_during_indexing_leaves_no_duplicates_or_orphans(tmp_path: Path, 
             mutate(ws, rng, attempts, alive, next_id)
         proc = subprocess.Popen(
             [sys.executable, "-c", INDEX_CHILD, "index", "--embedder", "none", "-q", "-w", str(ws)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
         )
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr
@@ -574,7 +530,7 @@ def test_tantivy_commit_killed_after_its_delete_file(tmp_path: Path) -> None:
     for _ in range(2):  # every later run must redo the change (it failed the same way each time)
         result = subprocess.run(
             [sys.executable, "-m", "mcp_memory", "index", "--embedder", "none", "-q", "-w", str(ws)],
-            capture_output=True, text=True, timeout=60, env=child_env(),
+            capture_output=True, text=True, timeout=60, env=server_env(),
         )
         assert result.returncode == 0, result.stderr
     assert_index_matches_files(ws)
@@ -642,7 +598,7 @@ def test_kill_9_during_stores_and_captures(tmp_path: Path, long: bool) -> None:
         ops_file.write_text(json.dumps(batch), encoding="utf-8")
         proc = subprocess.Popen([sys.executable, "-c", EDIT_CHILD, str(ws), str(ops_file)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=child_env())
+                                env=server_env())
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr
             time.sleep(rng.uniform(0.05, 1.5))
@@ -680,6 +636,20 @@ def small_workspace(ws: Path) -> None:
                                                  encoding="utf-8")
 
 
+def paths_of(hits: list[dict[str, Any]]) -> set[str]:
+    return {h["path"] for h in hits}
+
+
+async def damage_while_serving(client: Client, ws: Path, damage: str) -> Any:
+    """Damage the index under a serving server, then make it look again; returns the status call's result."""
+    assert paths_of(await search(client, "glorbix")) == {"MEMORY.md"}
+    DAMAGE[damage](ws)
+    assert paths_of(await search(client, "glorbix")) <= {"MEMORY.md"}  # answers, from the snapshot in memory
+    # A hand edit and a status call make the server look at the index again.
+    (ws / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n- Hand edit flomp.\n", encoding="utf-8")
+    return await call(client, "memory_status", {}, timeout=15)
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 async def test_search_keeps_answering_when_the_index_folder_is_damaged(tmp_path: Path, damage: str) -> None:
@@ -689,11 +659,7 @@ async def test_search_keeps_answering_when_the_index_folder_is_damaged(tmp_path:
     (server,) = start_servers(ws, tmp_path, 1)
     try:
         async with Client(server.url) as client:
-            assert paths_of(await search(client, "glorbix")) == {"MEMORY.md"}
-            DAMAGE[damage](ws)
-            # A hand edit and a status call make the server look at the index again.
-            (ws / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n- Hand edit flomp.\n", encoding="utf-8")
-            await call(client, "memory_status", {}, timeout=15)
+            await damage_while_serving(client, ws, damage)
             deadline = time.monotonic() + 2.5
             while time.monotonic() < deadline:
                 for q in ("glorbix", "quarnel", "flomp"):
@@ -705,10 +671,6 @@ async def test_search_keeps_answering_when_the_index_folder_is_damaged(tmp_path:
         server.stop()
 
 
-def paths_of(hits: list[dict[str, Any]]) -> set[str]:
-    return {h["path"] for h in hits}
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 async def test_damaged_index_folder_is_rebuilt_under_a_running_server(tmp_path: Path, damage: str) -> None:
@@ -717,11 +679,7 @@ async def test_damaged_index_folder_is_rebuilt_under_a_running_server(tmp_path: 
     (server,) = start_servers(ws, tmp_path, 1)
     try:
         async with Client(server.url) as client:
-            assert paths_of(await search(client, "glorbix")) == {"MEMORY.md"}
-            DAMAGE[damage](ws)
-            assert paths_of(await search(client, "glorbix")) <= {"MEMORY.md"}
-            (ws / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n- Hand edit flomp.\n", encoding="utf-8")
-            status = await call(client, "memory_status", {}, timeout=15)
+            status = await damage_while_serving(client, ws, damage)
             assert not status.is_error, status.content
             deadline = time.monotonic() + 15
             while True:
@@ -739,12 +697,7 @@ async def test_damaged_index_folder_is_rebuilt_under_a_running_server(tmp_path: 
     assert_index_matches_files(ws)
 
 
-
-
-@pytest.mark.parametrize("damage", [
-    "lance-deleted",
-    "tantivy-meta-garbage",
-])
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_damaged_index_folder_is_rebuilt_by_the_next_start(tmp_path: Path, damage: str) -> None:
     ws = tmp_path / "ws"
     small_workspace(ws)

@@ -19,7 +19,6 @@ whole module runs in about 15 s.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from conftest import server_env
 
 PNPM_NOTE = "The user prefers pnpm over npm and yarn."
 RESPONSE_TIMEOUT = 30.0  # the first search waits for the engine to open (a few seconds)
@@ -43,12 +44,6 @@ def make_workspace(root: Path) -> Path:
     (root / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\nDeployed the zebracorn service.\n",
                                                    encoding="utf-8")
     return root
-
-
-def server_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def rpc(request_id: int | str | None, method: str, params: object = None) -> bytes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import anyio
 import httpx2
 import pytest
 
-from conftest import free_port, port_open
+from conftest import ServerProcess, free_port, port_open, server_env, start_server
 
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -34,7 +33,6 @@ PNPM_NOTE = "The user prefers pnpm over npm and yarn."
 RECALL_MESSAGE = "Which package manager should I use, pnpm or npm?"
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
          "memory_capture"}
-READY_TIMEOUT = 20.0
 TOKEN = "s3cret"
 
 
@@ -53,54 +51,6 @@ def make_workspace(root: Path) -> Path:
     (root / "memory" / "projects" / "database.md").write_text(
         "# Database\n\nWe chose PostgreSQL as the main database.\n", encoding="utf-8")
     return root
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
-    return env
-
-
-class ServerProcess:
-    def __init__(self, proc: subprocess.Popen, port: int, log: Path):
-        self.proc, self.port, self.log = proc, port, log
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-def start_server(workspace: Path, logdir: Path, *args: str, env: dict[str, str] | None = None) -> ServerProcess:
-    """Start ``serve`` on a free loopback port and wait until it accepts connections."""
-    port = free_port()
-    log = logdir / f"server-{port}.log"
-    with open(log, "wb") as errf:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_memory", "serve", "--workspace", str(workspace), "--embedder", "none",
-             "--host", "127.0.0.1", "--port", str(port), *args],
-            stdin=subprocess.DEVNULL, stdout=errf, stderr=subprocess.STDOUT, env=server_env(**(env or {})),
-            cwd=str(logdir),
-        )
-    server = ServerProcess(proc, port, log)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {log.read_text(errors='replace')}")
-        if port_open(port):
-            return server
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"server did not listen on {port} within {READY_TIMEOUT} s: {log.read_text(errors='replace')}")
 
 
 @contextlib.contextmanager
