@@ -14,9 +14,9 @@ workspace write lock, a file lock in the index folder, for a short time. Any pro
 write; they take turns. Tantivy's own one-writer lock is therefore never contended, and
 LanceDB never sees two writers. The expensive part, computing embeddings, runs outside the
 write lock under a separate ``embed`` lock that only one process holds, so two processes
-never embed the same chunks twice; the others simply skip the backfill. Each write transaction
-ends by compacting the vector table once enough small fragments have piled up
-(``VectorStore.compact``), which also deletes versions no reader can still be using.
+never embed the same chunks twice; the others simply skip the backfill. Each sync transaction,
+and each backfill at its end, compacts the vector table once enough small fragments or versions
+have piled up (``VectorStore.compact``), which also deletes versions no reader can still use.
 
 Crash safety: a file's state row is written only after its rows are in both indexes, and a
 re-sync of a file first deletes all of its rows. An interrupted run therefore redoes the
@@ -343,10 +343,14 @@ class Indexer:
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
                 self.state.bump_generation()
-                self.vectors.compact()
             done += rows.num_rows
             if progress:
                 progress("embeddings", done, max(total, done))
+        if done:
+            # Once at the end: compacting between batches of a long backfill rewrote the growing
+            # table again and again (3.5x the disk after a first index of 9,600 chunks).
+            with self._write_lock:
+                self.vectors.compact()
         return done
 
 
