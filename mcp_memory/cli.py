@@ -264,7 +264,9 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import os
 
-    _use_system_allocator_for_arrow()
+    from mcp_memory.allocators import tune_for_long_running
+
+    tune_for_long_running()
     token = args.token or os.environ.get("MCP_MEMORY_TOKEN") or None
     read_only = [t for t in (args.read_only_token or os.environ.get("MCP_MEMORY_READ_ONLY_TOKEN", "").split(",")) if t]
     if args.transport != "stdio" and args.host not in _LOOPBACK and not (token or read_only or args.shared_token):
@@ -342,24 +344,6 @@ class _ProgressBars:
     def __exit__(self, *exc: object) -> None:
         for bar in self._bars.values():
             bar.close()
-
-
-def _use_system_allocator_for_arrow() -> None:
-    """Give Arrow buffers to the C library's allocator in a long-running server.
-
-    PyArrow's default pool (mimalloc) keeps the pages of freed buffers in per-thread heaps. Each
-    store builds and drops a few Arrow tables on whichever worker thread serves it, and a
-    server's resident memory grew by about 0.3 MB per store without levelling off (960 stores:
-    1.57x). With the system allocator it levels off (1.14x; ``bench/load.py``, figures in
-    docs/benchmarks.md). ``ARROW_DEFAULT_MEMORY_POOL`` in the environment wins.
-    """
-    import os
-
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        return
-    import pyarrow as pa
-
-    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

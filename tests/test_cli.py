@@ -246,14 +246,3 @@ def test_real_embedder_finds_notes_across_languages(workspace, capsys):
     code, out, _ = run(capsys, "search", "包管理器", "-w", str(workspace), "--json", "-k", "2")
     assert code == 0
     assert "MEMORY.md" in [h["path"] for h in json.loads(out)]
-
-
-@pytest.mark.parametrize("environment, expected", [({}, "system"), ({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, "mimalloc")])
-def test_serve_hands_arrow_buffers_to_the_system_allocator_unless_told_otherwise(environment, expected):
-    # In a fresh interpreter, as `serve` starts: the pool is process-wide and set once.
-    code = ("import pyarrow as pa; from mcp_memory.cli import _use_system_allocator_for_arrow; "
-            "_use_system_allocator_for_arrow(); print(pa.default_memory_pool().backend_name)")
-    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"} | environment
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == expected
