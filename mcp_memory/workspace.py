@@ -127,6 +127,9 @@ class Workspace:
             raise PathError(f"{rel_path!r} leaves the workspace ('..' is not allowed)")
         if not cleaned.lower().endswith(".md"):
             raise PathError(f"{rel_path!r} is not a markdown memory file")
+        direct = self._resolve_without_listing(cleaned)
+        if direct is not None:
+            return direct
         for memory_file in self.list_files():
             if memory_file.rel_path == cleaned:
                 return memory_file
@@ -144,6 +147,41 @@ class Workspace:
             )
         raise PathError(f"{rel_path!r} does not exist")
 
+    def _resolve_without_listing(self, cleaned: str) -> MemoryFile | None:
+        """The memory file that ``cleaned`` names, found without walking the workspace.
+
+        Searches, recall and every duplicate check read the files of their hits, so resolving
+        must not cost a walk of every memory file (30 ms for 1,100 files). This answers only when
+        it is sure that ``list_files`` holds exactly this entry: the same rules (no symlinked file
+        or folder, no hidden folder, a regular ``.md`` file) and the same spelling, letter case
+        included, since a case-insensitive file system would open ``Memory/X.md`` as
+        ``memory/x.md``. Anything else (``memory.md`` beside ``MEMORY.md``, extra paths, refusals)
+        takes the full listing, whose answers and error messages are the reference.
+        """
+        if cleaned == "MEMORY.md" or (cleaned == "memory.md" and not _is_regular_file(self.root / "MEMORY.md")):
+            try:
+                if cleaned in os.listdir(self.root) and _is_regular_file(self.root / cleaned):
+                    return MemoryFile(cleaned, self.root / cleaned, None)
+            except OSError:
+                pass
+            return None
+        parts = cleaned.split("/")
+        if len(parts) < 2 or parts[0] != "memory" or "" in parts:
+            return None
+        folder = self.root
+        try:
+            for depth, part in enumerate(parts):
+                is_file = depth == len(parts) - 1
+                if depth not in (0, len(parts) - 1) and part.startswith("."):
+                    return None  # hidden folder
+                if part not in os.listdir(folder):
+                    return None
+                folder = folder / part
+                if folder.is_symlink() or not (folder.is_file() if is_file else folder.is_dir()):
+                    return None
+        except OSError:
+            return None
+        return MemoryFile(cleaned, self.root / cleaned, file_date(cleaned))
 
     # ----- edits (locked, atomic) ------------------------------------------------------------
     def evergreen_path(self) -> str:

@@ -399,6 +399,8 @@ def check_resolution(layout, name: str, path: str) -> None:
         assert real in allowed, (path, str(found.abs_path), real)
         assert not found.abs_path.is_symlink(), (path, str(found.abs_path))
         assert os.path.abspath(found.abs_path) == real, ("a component of the path is a symlink", path, real)
+        # Whatever resolves is exactly an entry of the listing (the quick path for memory/ agrees).
+        assert found in memory.workspace.list_files(), (path, found)
     try:
         lines = memory.get(path)
     except PathError:
@@ -417,6 +419,8 @@ def test_resolve_admits_the_memory_files(layout) -> None:
         assert os.path.realpath(found.abs_path) in layout["allowed"], spelled
     listed = {os.path.realpath(f.abs_path) for f in ws.list_files()}
     assert listed == layout["allowed"]
+    for listed_file in ws.list_files():
+        assert ws.resolve(listed_file.rel_path) == listed_file
     ws2: Workspace = layout["memories"]["ws2"].workspace
     assert {os.path.realpath(f.abs_path) for f in ws2.list_files()} == layout["allowed_by"]["ws2"]
     for spelled in ("MEMORY.md", "memory/a.md", "memory/MEMORY.md"):  # symlinks to the decoys

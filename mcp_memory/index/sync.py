@@ -44,7 +44,7 @@ from mcp_memory.embedding.cache import EmbeddingCache, cache_key
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
-from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, Workspace, read_text
+from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, PathError, Workspace, read_text
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +116,9 @@ class Indexer:
         with self._write_lock:
             self._check_fingerprint(report)
             orphans = self._orphan_paths() if only is None else set()
-        files = self.workspace.list_files()
+        files = self.workspace.list_files() if only is None else self._memory_files_among(only)
         known = self.state.files()
         if only is not None:
-            files = [f for f in files if f.rel_path in only]
             known = {p: f for p, f in known.items() if p in only}
         on_disk = {f.rel_path: f for f in files}
 
@@ -158,6 +157,23 @@ class Indexer:
                 report.chunks_written, report.seconds,
             )
         return report
+
+    def _memory_files_among(self, rels: Collection[str]) -> list[MemoryFile]:
+        """The memory files among ``rels``, looked up one by one rather than by walking them all.
+
+        An edit by this program syncs one or two files; a walk of a workspace of a thousand
+        files costs more than the sync itself. A path that no longer names a memory file is
+        left out, so its rows are removed.
+        """
+        found = []
+        for rel in sorted(set(rels)):
+            try:
+                memory_file = self.workspace.resolve(rel)
+            except PathError:
+                continue
+            if memory_file.rel_path == rel:
+                found.append(memory_file)
+        return found
 
     def _sync_batch(
         self,
