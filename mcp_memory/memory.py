@@ -419,10 +419,8 @@ class Memory:
         """Write a batch of store requests; each gets its result or the error that stopped it."""
         try:
             with self.workspace.locked():  # no other process writes between the check and the append
-                self._embed_texts_ahead([r.text for r in batch])
                 written: list[_StoreRequest] = []
-                for request in batch:
-                    duplicate = self._find_duplicate(request.text)
+                for request, duplicate in zip(batch, self._find_duplicates([r.text for r in batch])):
                     if duplicate is not None:
                         if not request.include_private and self.is_private(duplicate.path):
                             duplicate = MemoryLine(duplicate.path, duplicate.line, "(private)", duplicate.score)
@@ -463,12 +461,12 @@ class Memory:
         return written[best] if scores[best] >= self.settings.capture.dedupe_threshold else None
 
     def _embed_texts_ahead(self, texts: list[str]) -> None:
-        """Embed a batch's new texts in one call, so each duplicate check finds them cached."""
+        """Embed many short texts in one call, so each comparison after it finds them cached."""
         if self.embedder is not None and len(texts) > 1:
             try:
                 self._embed_cached(texts)
             except EmbeddingError:
-                pass  # each check falls back on its own and notes the degradation
+                pass  # each comparison falls back on its own and notes the degradation
 
     def forget(
         self, query: str | None = None, path: str | None = None, line: int | None = None, confirm: bool = False,
@@ -544,20 +542,43 @@ class Memory:
 
     def _memory_lines(self, text: str, limit: int, include_private: bool = True) -> list[MemoryLine]:
         """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
+        return self._rank_lines(text, self._candidate_lines(text, include_private), limit)
+
+    def _candidate_lines(self, text: str, include_private: bool = True) -> list[MemoryLine]:
+        """The non-blank, non-heading lines of the five chunks that best match ``text``."""
         hits = self.search(text, max_results=5, min_score=0.0, include_private=include_private)
-        lines = [MemoryLine(hit.path, number, raw) for hit, number, raw in self._hit_lines(hits)
-                 if raw.strip() and not raw.strip().startswith("#")]
+        return [MemoryLine(hit.path, number, raw) for hit, number, raw in self._hit_lines(hits)
+                if raw.strip() and not raw.strip().startswith("#")]
+
+    def _rank_lines(self, text: str, lines: list[MemoryLine], limit: int) -> list[MemoryLine]:
         if not lines:
             return []
         scores = self._similarities_exact_first(text, [_memory_body(m.text) for m in lines])
         ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)[:limit]
         return [MemoryLine(m.path, m.line, m.text, round(float(s), 4)) for s, m in ranked]
 
-    def _find_duplicate(self, text: str) -> MemoryLine | None:
-        candidates = self._memory_lines(text, limit=1)
-        if candidates and candidates[0].score >= self.settings.capture.dedupe_threshold:
-            return candidates[0]
-        return None
+    def _find_duplicates(self, texts: list[str]) -> list[MemoryLine | None]:
+        """For each text, the memory line it nearly repeats (similarity >= dedupe_threshold), or None.
+
+        The texts are checked together: one embedding call for their searches, one for the texts
+        and one for the candidate lines those searches bring back, instead of three per text. A
+        group of queued stores (or a capture's facts) costs a fraction of checking each alone.
+        """
+        if len(texts) > 1:
+            try:
+                self.searcher.embed_queries_ahead(texts)
+            except EmbeddingError:
+                pass  # each search falls back to keywords on its own and notes the degradation
+        candidates = [self._candidate_lines(text) for text in texts]
+        if len(texts) > 1:
+            self._embed_texts_ahead(list(dict.fromkeys(
+                [*texts, *(_memory_body(m.text) for lines in candidates for m in lines)])))
+        threshold = self.settings.capture.dedupe_threshold
+        found: list[MemoryLine | None] = []
+        for text, lines in zip(texts, candidates):
+            best = self._rank_lines(text, lines, limit=1)
+            found.append(best[0] if best and best[0].score >= threshold else None)
+        return found
 
     def _similarities(self, text: str, others: list[str]) -> list[float]:
         """Cosine similarity of embeddings when an embedder is ready, else token overlap."""
@@ -660,8 +681,8 @@ class Memory:
                 return CaptureResult([], skipped, name, f"skipped: idempotency key {key!r} was captured already")
             try:
                 fresh: list[Fact] = []
-                for fact in unique:
-                    duplicate = self._find_duplicate(_memory_body(fact.text))
+                duplicates = self._find_duplicates([_memory_body(fact.text) for fact in unique])
+                for fact, duplicate in zip(unique, duplicates):
                     if duplicate is not None:
                         skipped.append(Skipped(_preview(fact.text), f"already in memory at {duplicate.citation}"))
                     else:
@@ -925,8 +946,11 @@ def _memory_body(line: str) -> str:
     return _LEARNED_DATE.sub("", body)
 
 
+_NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_"
+
+
 def _letters(text: str) -> str:
-    return "".join(ch for ch in _memory_body(text).casefold() if ch.isalnum())
+    return _NOT_LETTER_OR_DIGIT.sub("", _memory_body(text).casefold())
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

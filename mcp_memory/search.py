@@ -177,8 +177,7 @@ class HybridSearcher:
         threshold = s.min_score if min_score is None else float(min_score)
         if after and before and after > before:
             raise SearchError(f"after ({after}) is later than before ({before})")
-        # Lone surrogates (legal in JSON, not in UTF-8) would break the embedder.
-        query = (query or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+        query = _clean_query(query)
         snap = self.snapshot
         if not query.strip() or len(snap) == 0:
             return []
@@ -261,6 +260,19 @@ class HybridSearcher:
         top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
         return {int(rows[i]): float(sims[i]) for i in top}
 
+    def embed_queries_ahead(self, queries: list[str]) -> None:
+        """Embed several queries in one call, so the searches for them find their vectors cached."""
+        if self.embedder is None:
+            return
+        with self._lock:
+            missing = list(dict.fromkeys(q for q in map(_clean_query, queries) if q.strip() and q not in self._query_vectors))
+        if len(missing) < 2:
+            return  # one query gains nothing: its search embeds it
+        vectors = self.embedder.embed_queries(missing)
+        with self._lock:
+            for query, vector in zip(missing, vectors):
+                self._remember_query_vector(query, vector)
+
     def _query_vector(self, query: str) -> np.ndarray:
         assert self.embedder is not None
         with self._lock:
@@ -270,10 +282,15 @@ class HybridSearcher:
                 return cached
         vector = self.embedder.embed_query(query)
         with self._lock:
-            self._query_vectors[query] = vector
-            while len(self._query_vectors) > 256:
-                self._query_vectors.popitem(last=False)
+            self._remember_query_vector(query, vector)
         return vector
+
+    def _remember_query_vector(self, query: str, vector: np.ndarray) -> None:
+        """Cache a query's vector, keeping the 256 most recent (the caller holds the lock)."""
+        self._query_vectors[query] = vector
+        self._query_vectors.move_to_end(query)
+        while len(self._query_vectors) > 256:
+            self._query_vectors.popitem(last=False)
 
     def _fuse(self, text: dict[int, float], text_confidence: float, vector: dict[int, float]) -> dict[int, float]:
         wt, wv = self.settings.text_weight, self.settings.vector_weight
@@ -328,6 +345,11 @@ class HybridSearcher:
             keyword_coverage=round(coverage, 4),
             vector_similarity=None if similarity is None else round(similarity, 4),
         )
+
+
+def _clean_query(query: str) -> str:
+    # Lone surrogates (legal in JSON, not in UTF-8) would break the embedder.
+    return (query or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
 
 
 def _clean_prefix(prefix: str) -> str:

@@ -12,6 +12,8 @@ import datetime as dt
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from conftest import HashEmbedder, write
 from mcp_memory.memory import Memory, MemoryInputError, StoreResult
 
@@ -114,4 +116,42 @@ def test_bad_input_in_a_crowd_fails_alone(workspace, settings):
     good = [r for i, r in enumerate(results) if i not in (3, 6)]
     assert all(isinstance(r, StoreResult) and r.stored for r in good), good
     assert "sk-live" not in (workspace / "memory/2026-11-26.md").read_text(encoding="utf-8")
+    memory.close()
+
+
+class _CountingEmbedder(HashEmbedder):
+    """Counts single-query and batched-query calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.single_queries: list[str] = []
+        self.query_batches: list[int] = []
+
+    def embed_query(self, text):
+        self.single_queries.append(text)
+        return super().embed_query(text)
+
+    def embed_queries(self, texts):
+        self.query_batches.append(len(texts))
+        return np.stack([self._vector(t) for t in texts])
+
+
+def test_a_group_checks_its_texts_for_duplicates_in_one_embedding_call(workspace, settings):
+    write(workspace, "MEMORY.md", "# Memory\n\n- The user's cat is named Miso.\n")
+    embedder = _CountingEmbedder()
+    memory = Memory(settings, embedder=embedder)
+    memory.index()
+    texts = [f"Service number {i} is owned by team {chr(65 + i % 26)}{i} since sprint {i * 3}" for i in range(16)]
+    # One of them repeats a memory already on file: the group's check still finds it.
+    texts[7] = "the user's cat is named miso"
+    results = store_all(memory, [{"text": t, "today": DAY} for t in texts])
+
+    assert all(isinstance(r, StoreResult) for r in results), results
+    assert not results[7].stored and results[7].memory.citation == "MEMORY.md#L3"
+    assert sum(r.stored for r in results) == 15
+    # The duplicate searches of every group larger than one came from batched calls: only the
+    # lone first store (or a group of one) embedded its text as a single query.
+    batched = sum(embedder.query_batches)
+    assert embedder.query_batches and batched >= 10, embedder.query_batches
+    assert len(set(embedder.single_queries) & set(texts)) <= len(texts) - batched, embedder.single_queries
     memory.close()

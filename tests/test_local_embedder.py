@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 _MEASURE = """
 import json, threading
 def rss():
@@ -41,3 +43,24 @@ def test_queries_and_documents_share_one_copy_of_the_weights_loaded_on_first_use
     assert figures["used"] < 175, figures
     # Both paths compute the same embedding for the same text.
     assert figures["cosine"] > 0.999, figures
+
+
+_BATCH = """
+import json, sys
+import numpy as np
+from mcp_memory.embedding.local import E5Embedder, USEEmbedder
+texts = ["where do we deploy", "我们用哪个包管理器", "Tea at four.", "the staging cluster stays until the review"]
+embedder = {"local": USEEmbedder, "e5": E5Embedder}[sys.argv[1]]()
+batch = embedder.embed_queries(texts)
+single = np.stack([embedder.embed_query(t) for t in texts])
+print(json.dumps({"shape": list(batch.shape), "min_cosine": float(np.min(np.sum(batch * single, axis=1)))}))
+"""
+
+
+@pytest.mark.parametrize("provider", ["local", "e5"])
+def test_a_batch_of_queries_embeds_each_as_a_single_query_would(provider):
+    out = subprocess.run([sys.executable, "-c", _BATCH, provider], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    figures = json.loads(out.stdout)
+    assert figures["shape"][0] == 4, figures
+    assert figures["min_cosine"] > 0.999, figures

@@ -39,6 +39,16 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> np.ndarray:
         """Vector for a search query, shape (dimensions,)."""
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Vectors for several queries at once, each equal to ``embed_query``'s.
+
+        Providers that can batch queries override this: a batch of stores checks each text
+        for duplicates with a search, and one call for all of them costs less than one each.
+        """
+        if not texts:
+            return np.zeros((0, self.dimensions), np.float32)
+        return np.stack([self.embed_query(text) for text in texts])
+
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """L2-normalise rows (zero rows stay zero), as float32."""

@@ -57,6 +57,12 @@ class E5Embedder(Embedder):
         with self._lock, threadpool_limits(limits=1):
             return normalize(self._model.query(text))
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), np.float32)
+        with self._lock:
+            return normalize(self._model.query(list(texts)))
+
 
 class USEEmbedder(Embedder):
     provider = "local"
@@ -93,6 +99,10 @@ class USEEmbedder(Embedder):
         query_model = self._loaded()
         with self._query_lock:
             return normalize(query_model.encode([text]))[0]
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        # The model has one encoder for queries and passages: a batch takes the threaded one.
+        return self.embed_documents(texts)
 
     def _loaded(self) -> Any:
         """Load the weights once (for both models), whichever kind of text comes first."""

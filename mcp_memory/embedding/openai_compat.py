@@ -73,6 +73,9 @@ class OpenAIEmbedder(Embedder):
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         # Empty inputs make OpenAI answer 400 and some local servers crash; a space embeds fine.
         inputs = [text if text.strip() else " " for text in texts]
