@@ -101,8 +101,12 @@ class USEEmbedder(Embedder):
             return normalize(query_model.encode([text]))[0]
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        # The model has one encoder for queries and passages: a batch takes the threaded one.
-        return self.embed_documents(texts)
+        # A few short texts, on a server that is busy with other requests: one thread, as for one.
+        if not texts:
+            return np.zeros((0, self.dimensions), np.float32)
+        query_model = self._loaded()
+        with self._query_lock:
+            return normalize(query_model.encode(list(texts)))
 
     def _loaded(self) -> Any:
         """Load the weights once (for both models), whichever kind of text comes first."""
