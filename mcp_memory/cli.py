@@ -307,7 +307,9 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             log.warning("hook bridge not started: %s", exc)
     try:
         if args.transport == "stdio":
-            server.run()
+            from mcp_memory.stdio import run_stdio
+
+            run_stdio(server)
         elif args.transport == "sse":
             server.run("sse", **http_options)
         else:

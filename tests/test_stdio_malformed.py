@@ -4,10 +4,17 @@ A real ``python -m mcp_memory serve --embedder none --workspace WS -vv`` subproc
 ``initialize`` handshake written by hand, then one malformed input per case: lines that are not
 JSON, JSON arrays and scalars, objects that are not JSON-RPC, a 10 MB line, invalid UTF-8 bytes,
 deep nesting, unknown methods, ``tools/call`` with wrong argument types. After each the server
-must either answer with a JSON-RPC error (a tool-level ``isError`` result for a tool call) or
-ignore the input, and then still answer a valid ``memory_search``; or exit cleanly with a message
-on stderr. Which of these happened is recorded per case (``record_property("outcome", ...)``, and
-printed: run with ``-rP`` to see it).
+must answer as JSON-RPC 2.0 asks, and then still answer a valid ``memory_search`` (or exit cleanly
+with a message on stderr):
+
+* every request gets an answer with its id: a JSON-RPC error, or for a tool call a tool-level
+  ``isError`` result, even when the line could not be read as a message;
+* every other unreadable line gets an error with id null: -32700 when it is not JSON, -32600
+  when it is JSON but not a message;
+* blank lines, valid notifications and responses get nothing (a response's id is never echoed).
+
+What came back is recorded per case (``record_property("outcome", ...)``, and printed: run with
+``-rP`` to see it).
 
 Every line the server writes to stdout must be one JSON-RPC 2.0 message; nothing else may ever
 appear there. Closing stdin makes the server exit within a few seconds with code 0.
@@ -215,90 +222,100 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
 class Case:
     name: str
     lines: list[bytes]  # written one per line
-    request_id: int | None = None  # the id the case's own request carries, if any
-    # What an answer to that id may be: "error" (JSON-RPC error), "tool-error" (JSON-RPC error or a
-    # result with isError), "any" (a result or an error). Unanswered is always accepted (ignored).
+    request_id: int | None = None  # the id the case's own request carries: it must be answered
+    # What the answer to that id may be: "error" (JSON-RPC error), "tool-error" (JSON-RPC error or a
+    # result with isError), "any" (a result or an error).
     answer: str = "error"
-    must_answer: bool = False  # the SDK is known to answer it: silence would be a regression
+    # The codes of the errors with id null that must come back, in order: one per line that is not
+    # a readable message (-32700: not JSON; -32600: JSON but not a message). Blank lines, valid
+    # notifications and responses get nothing.
+    null_errors: tuple[int, ...] = ()
 
 
 def _call(request_id: int, params: object) -> bytes:
     return rpc(request_id, "tools/call", params)
 
 
+PARSE, INVALID = -32700, -32600
 CASES = [
-    Case("garbage-line", [b"this is not json {"]),
-    Case("garbage-control-bytes", [b"\x1b[31m\x07\x08 \x7f not json at all \x1b[0m"]),
+    Case("garbage-line", [b"this is not json {"], null_errors=(PARSE,)),
+    Case("garbage-control-bytes", [b"\x1b[31m\x07\x08 \x7f not json at all \x1b[0m"], null_errors=(PARSE,)),
     Case("empty-and-blank-lines", [b"", b"   ", b"\t"]),
-    Case("json-array-empty", [b"[]"]),
-    Case("json-array-batch", [b"[" + rpc(201, "tools/list") + b"]"], 201, "any"),
-    Case("json-scalars", [b"42", b"null", b'"a string"', b"true", b"1e999"]),
-    Case("object-not-jsonrpc", [b'{"hello": "world"}', b'{"id": 202, "method": "tools/list"}'], 202),
+    Case("json-array-empty", [b"[]"], null_errors=(INVALID,)),
+    Case("json-array-batch", [b"[" + rpc(201, "tools/list") + b"]"], null_errors=(INVALID,)),
+    Case("json-scalars", [b"42", b"null", b'"a string"', b"true", b"1e999"], null_errors=(INVALID,) * 5),
+    Case("object-not-jsonrpc", [b'{"hello": "world"}', b'{"id": 202, "method": "tools/list"}'], 202,
+         null_errors=(INVALID,)),
     Case("jsonrpc-wrong-version", [b'{"jsonrpc": "1.0", "id": 203, "method": "tools/list"}'], 203),
-    Case("jsonrpc-id-without-method", [b'{"jsonrpc": "2.0", "id": "x"}']),
+    # Without a method it may be a broken response: its id is not echoed.
+    Case("jsonrpc-id-without-method", [b'{"jsonrpc": "2.0", "id": "x"}'], null_errors=(INVALID,)),
     Case("unsolicited-response", [b'{"jsonrpc": "2.0", "id": 9999, "result": {}}',
                                   b'{"jsonrpc": "2.0", "id": 9998, "error": {"code": 1, "message": "?"}}']),
+    Case("malformed-response", [b'{"jsonrpc": "2.0", "id": 9997, "result": 5}']),
     Case("unknown-notification", [rpc(None, "notifications/no_such_thing", {"x": 1})]),
-    Case("deeply-nested", [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000]),
-    Case("line-of-10-mb-garbage", [b"y" * BIG]),
+    Case("malformed-notification", [b'{"jsonrpc": "2.0", "method": "notifications/x", "params": 3}'],
+         null_errors=(INVALID,)),
+    Case("deeply-nested", [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000],
+         null_errors=(PARSE, PARSE)),
+    Case("line-of-10-mb-garbage", [b"y" * BIG], null_errors=(PARSE,)),
     Case("line-of-10-mb-json-string", [b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"s": "'
                                        + b"z" * BIG + b'"}}']),
     Case("search-with-10-mb-query", [_call(204, {"name": "memory_search", "arguments": {"query": "q" * BIG}})],
-         204, "any", must_answer=True),
-    Case("invalid-utf8-line", [b"\xff\xfe\xc3\x28 \xa0\xa1 \xed\xa0\x80 not utf-8"]),
+         204, "any"),
+    Case("invalid-utf8-line", [b"\xff\xfe\xc3\x28 \xa0\xa1 \xed\xa0\x80 not utf-8"], null_errors=(PARSE,)),
     Case("invalid-utf8-inside-request", [b'{"jsonrpc": "2.0", "id": 205, "method": "tools/call", "params": '
                                          b'{"name": "memory_search", "arguments": {"query": "pnpm \xff\xfe"}}}'],
-         205, "any", must_answer=True),
+         205, "any"),
     # json.dumps writes the lone surrogate as the escape \ud800: legal JSON text, not encodable as UTF-8.
     Case("lone-surrogate-escape-in-request", [_call(206, {"name": "memory_search", "arguments": {"query": "\ud800 pnpm"}})],
-         206, "any"),
-    Case("unknown-method", [rpc(207, "no/such/method")], 207, "error", must_answer=True),
-    Case("tools-call-unknown-tool", [_call(208, {"name": "no_such_tool", "arguments": {}})], 208, "tool-error",
-         must_answer=True),
+         206, "error"),
+    Case("unknown-method", [rpc(207, "no/such/method")], 207, "error"),
+    Case("tools-call-unknown-tool", [_call(208, {"name": "no_such_tool", "arguments": {}})], 208, "tool-error"),
     Case("tools-call-query-not-a-string", [_call(209, {"name": "memory_search", "arguments": {"query": 42}})],
-         209, "tool-error", must_answer=True),
+         209, "tool-error"),
     Case("tools-call-query-list", [_call(210, {"name": "memory_search", "arguments": {"query": ["pnpm"]}})],
-         210, "tool-error", must_answer=True),
+         210, "tool-error"),
     Case("tools-call-query-null", [_call(211, {"name": "memory_search", "arguments": {"query": None}})],
-         211, "tool-error", must_answer=True),
+         211, "tool-error"),
     Case("tools-call-max-results-wrong", [_call(212, {"name": "memory_search",
                                                       "arguments": {"query": "pnpm", "max_results": "lots"}})],
-         212, "tool-error", must_answer=True),
+         212, "tool-error"),
     Case("tools-call-max-results-huge", [_call(213, {"name": "memory_search",
                                                      "arguments": {"query": "pnpm", "max_results": 10**30}})],
-         213, "tool-error", must_answer=True),
-    Case("tools-call-missing-arguments", [_call(214, {"name": "memory_search"})], 214, "tool-error", must_answer=True),
+         213, "tool-error"),
+    Case("tools-call-missing-arguments", [_call(214, {"name": "memory_search"})], 214, "tool-error"),
     Case("tools-call-arguments-not-object", [_call(215, {"name": "memory_search", "arguments": "pnpm"})],
-         215, "tool-error", must_answer=True),
+         215, "tool-error"),
     Case("tools-call-params-not-object", [_call(216, "memory_search")], 216, "error"),
     Case("tools-call-name-not-string", [_call(217, {"name": 42, "arguments": {}})], 217, "tool-error"),
     Case("tools-call-get-wrong-types", [_call(218, {"name": "memory_get",
                                                     "arguments": {"path": {"a": 1}, "from_line": "x"}})],
-         218, "tool-error", must_answer=True),
+         218, "tool-error"),
     Case("tools-call-store-wrong-types", [_call(219, {"name": "memory_store", "arguments": {"text": 123}})],
-         219, "tool-error", must_answer=True),
+         219, "tool-error"),
     Case("initialize-again", [rpc(220, "initialize", {"protocolVersion": 5, "capabilities": "none"})], 220, "any"),
 ]
 
 
-def _outcome(case: Case, answer: dict | None, answered: bool, exited: bool) -> str:
+def _outcome(case: Case, answer: dict | None, null_errors: list[int], exited: bool) -> str:
     if exited:
         return "exited"
-    if not answered or case.request_id is None:
-        return "ignored"
-    if "error" in answer:  # type: ignore[operator]
-        return f"json-rpc error {answer['error']['code']}"  # type: ignore[index]
-    return "tool error (isError)" if answer["result"].get("isError") else "answered"  # type: ignore[index]
+    parts = [f"null-id error {code}" for code in null_errors]
+    if answer is not None:
+        if "error" in answer:
+            parts.append(f"json-rpc error {answer['error']['code']}")
+        else:
+            parts.append("tool error (isError)" if answer["result"].get("isError") else "answered")
+    return ", ".join(parts) or "nothing (as it should)"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_malformed_input_is_answered_or_ignored_and_search_still_works(servers: Servers, case: Case,
-                                                                       record_property) -> None:
+def test_malformed_input_is_answered_and_search_still_works(servers: Servers, case: Case, record_property) -> None:
     server = servers.get()
     written = all(server.send(line) for line in case.lines)
     response, before = server.search_works() if written else (None, [])
     exited = response is None
-    if case.must_answer and not exited and not any(m.get("id") == case.request_id for m in before):
+    if case.request_id is not None and not exited and not any(m.get("id") == case.request_id for m in before):
         # Requests are handled concurrently: the case's answer may come after the search's.
         late, between = server.collect_until(case.request_id)
         before += between + ([late] if late is not None else [])
@@ -307,24 +324,29 @@ def test_malformed_input_is_answered_or_ignored_and_search_still_works(servers: 
         code = server.proc.wait(EXIT_TIMEOUT)
         assert code == 0, f"exit code {code}; stderr:\n{server.stderr[-3000:]}"
         assert server.stderr.strip(), "the server exited without a word on stderr"
-    answer = next((m for m in before if "method" not in m and m.get("id") == case.request_id), None)
+    answer = None if case.request_id is None else next(
+        (m for m in before if "method" not in m and m.get("id") == case.request_id), None)
+    null_errors = []
     for message in before:
         if "method" in message:
             continue  # a server-side request or notification (logging, list changes)
-        # Only the case's own id, or null for input that has no id, may be answered.
+        # Only the case's own id, or null for input that has no readable id, may be answered.
         assert message.get("id") in (case.request_id, None), message
         if message.get("id") is None:
             assert "error" in message, message
+            null_errors.append(message["error"]["code"])
+    if not exited:
+        assert tuple(null_errors) == case.null_errors, (case.name, before)
+        if case.request_id is not None:
+            assert answer is not None, f"{case.name}: request {case.request_id} was never answered"
     if answer is not None:
         if case.answer == "error":
             assert "error" in answer, answer
         elif case.answer == "tool-error":
             assert "error" in answer or answer["result"].get("isError") is True, answer
-    if case.must_answer and not exited:
-        assert answer is not None, f"{case.name}: request {case.request_id} was never answered"
     if case.name == "search-with-10-mb-query" and answer is not None and "result" in answer:
         assert answer["result"]["isError"] is False or answer["result"]["content"], answer
-    outcome = _outcome(case, answer, answer is not None, exited)
+    outcome = _outcome(case, answer, null_errors, exited)
     record_property("outcome", outcome)
     print(f"{case.name}: {outcome}")
 
