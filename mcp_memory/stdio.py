@@ -98,7 +98,10 @@ class _AnsweringReadStream:
         if error is None:
             return
         log.warning("stdio: answered an unreadable line with error %s: %s", error.error.code, error.error.message)
-        await self._write_stream.send(SessionMessage(error))
+        try:
+            await self._write_stream.send(SessionMessage(error))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # shutting down: nobody is left to read the answer
 
     async def aclose(self) -> None:
         await self._inner.aclose()
