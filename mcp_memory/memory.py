@@ -564,13 +564,12 @@ class Memory:
         and one for the candidate lines those searches bring back, instead of three per text. A
         group of queued stores (or a capture's facts) costs a fraction of checking each alone.
         """
-        if len(texts) > 1:
-            try:
-                self.searcher.embed_queries_ahead(texts)
-            except EmbeddingError:
-                pass  # each search falls back to keywords on its own and notes the degradation
+        try:
+            self.searcher.embed_queries_ahead(texts)  # does nothing for a lone text
+        except EmbeddingError:
+            pass  # each search falls back to keywords on its own and notes the degradation
         candidates = [self._candidate_lines(text) for text in texts]
-        if len(texts) > 1:
+        if len(texts) > 1:  # a lone text's comparison embeds its candidate lines in one call anyway
             self._embed_texts_ahead(list(dict.fromkeys(
                 [*texts, *(_memory_body(m.text) for lines in candidates for m in lines)])))
         threshold = self.settings.capture.dedupe_threshold
