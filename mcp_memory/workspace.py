@@ -7,7 +7,16 @@ The workspace is the source of truth. Memory files are:
 * any other ``memory/**/*.md`` (topic files, evergreen),
 * ``extra_paths``: files or folders (recursive ``*.md``) from the settings.
 
-Symbolic links are never followed, and nothing outside this set is read.
+Links are never followed, and nothing outside this set is read: a symbolic link (to a file
+or a folder) is not memory, and neither is a file with more than one hard link (it may be
+the same file as one elsewhere, outside the workspace). Writes check every component of
+their path, so a symlinked ``memory/`` folder is refused rather than written through. To
+keep memory in a synced folder (Dropbox, an Obsidian vault), make that folder the
+workspace: the workspace root itself is resolved once, at start.
+
+A file damaged by other tools (invalid UTF-8, a stray NUL) is still memory: its bad bytes
+read as U+FFFD, its valid lines are indexed and served, and appends keep every byte of it.
+Only files that look binary are skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import datetime as dt
 import logging
 import os
 import re
+import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,6 +37,10 @@ log = logging.getLogger(__name__)
 
 _DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-_ ].*)?\.md$", re.IGNORECASE)
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped with a warning
+_BINARY_SHARE = 0.10  # a file whose first 8 KB are more than 10 % control bytes is binary, not damaged text
+_CONTROL_BYTES = frozenset(range(0x00, 0x09)) | frozenset(range(0x0E, 0x20)) | {0x7F}
+# Characters that a memory file's text never shows: they read as U+FFFD (line breaks kept).
+_UNSHOWABLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
 class PathError(ValueError):
@@ -177,7 +192,7 @@ class Workspace:
                 if part not in os.listdir(folder):
                     return None
                 folder = folder / part
-                if folder.is_symlink() or not (folder.is_file() if is_file else folder.is_dir()):
+                if not _is_regular_file(folder) if is_file else (folder.is_symlink() or not folder.is_dir()):
                     return None
         except OSError:
             return None
@@ -204,49 +219,91 @@ class Workspace:
         Returns the 1-based line range the new lines occupy. The file is rewritten atomically
         under the workspace file lock, so concurrent appends from several processes all land.
         """
-        path = self._writable(rel_path)
         Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            old = read_text(path) if path.exists() else new_file_header
-            if old and not old.endswith("\n"):
-                old += "\n"
-            start = old.count("\n") + 1
-            _atomic_write(path, old + "\n".join(lines) + "\n")
+            path = self._writable(rel_path)
+            # Bytes, not text: a file damaged by another tool keeps every byte it had.
+            old = path.read_bytes() if path.exists() else new_file_header.encode("utf-8")
+            if old and not old.endswith(b"\n"):
+                old += b"\n"
+            start = old.count(b"\n") + 1
+            _atomic_write(path, old + ("\n".join(lines) + "\n").encode("utf-8"))
         return start, start + len(lines) - 1
 
     def remove_line(self, rel_path: str, line: int, expected: str) -> None:
         """Delete one line, only if it still holds ``expected``; every other byte is kept."""
-        path = self._writable(rel_path)
         Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            # Lines are split at "\n" only, as everywhere else (U+2028 or a form feed is text).
-            lines = read_text(path).split("\n")
-            count = len(lines) - 1 if lines[-1] == "" else len(lines)
-            if not 1 <= line <= count or lines[line - 1].rstrip("\r") != expected:
+            path = self._writable(rel_path)
+            data = path.read_bytes()
+            # Lines are split at "\n" only, as everywhere else (U+2028 or a form feed is text);
+            # a "\n" byte never occurs inside a UTF-8 sequence, so byte lines are text lines.
+            texts = decode_memory_bytes(data).split("\n")
+            raw_lines = data.split(b"\n")
+            count = len(texts) - 1 if texts[-1] == "" else len(texts)
+            if not 1 <= line <= count or texts[line - 1].rstrip("\r") != expected:
                 raise PathError(f"{rel_path} line {line} changed since it was read; nothing was removed")
-            del lines[line - 1]
-            _atomic_write(path, "\n".join(lines))
+            del raw_lines[line - 1]
+            _atomic_write(path, b"\n".join(raw_lines))
 
     def _writable(self, rel_path: str) -> Path:
+        """The path to write ``rel_path`` at, once every component of it is checked.
+
+        Each folder on the way must be a real folder inside the workspace (created if missing)
+        and the file, if present, a regular file with one link: a write never goes through a
+        symbolic link or a hard link to somewhere else, where search would never find it.
+        """
         cleaned = rel_path.replace("\\", "/")
         if cleaned not in ("MEMORY.md", "memory.md") and not cleaned.startswith("memory/"):
             raise PathError(f"{rel_path!r}: only MEMORY.md and files under memory/ can be written")
-        if ".." in cleaned.split("/") or not cleaned.endswith(".md"):
+        parts = cleaned.split("/")
+        if ".." in parts or "" in parts or "." in parts or not cleaned.endswith(".md"):
             raise PathError(f"{rel_path!r} is not a writable memory file")
+        if any(part.startswith(".") for part in parts[:-1]):
+            raise PathError(f"{rel_path!r} is in a hidden folder, which is not memory")
+        folder = self.root
+        for part in parts[:-1]:
+            folder = folder / part
+            try:
+                info = os.lstat(folder)
+            except FileNotFoundError:
+                try:
+                    folder.mkdir()
+                except FileExistsError:
+                    pass  # another process made it meanwhile: checked just below
+                info = os.lstat(folder)
+            if stat.S_ISLNK(info.st_mode):
+                raise PathError(
+                    f"{folder.relative_to(self.root).as_posix()}/ is a symbolic link: memory is never written through "
+                    "links (to keep memory in a synced folder, make that folder the workspace)")
+            if not stat.S_ISDIR(info.st_mode):
+                raise PathError(f"{folder.relative_to(self.root).as_posix()} is not a folder")
         path = self.root / cleaned
-        if path.is_symlink():
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return path
+        if stat.S_ISLNK(info.st_mode):
             raise PathError(f"{rel_path!r} is a symbolic link; links are not followed")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not stat.S_ISREG(info.st_mode):
+            raise PathError(f"{rel_path!r} is not a regular file")
+        if info.st_nlink > 1:
+            raise PathError(f"{rel_path!r} has {info.st_nlink} hard links; a linked file is not memory "
+                            "(copy it to break the link)")
         return path
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it over: readers see old or new, never half."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path`` and rename it over: readers see old or new, never half.
+
+    An existing file keeps its permissions; a new one gets what the umask gives (0644 under
+    the usual 022, 0600 under 077), as any other program's new file would.
+    """
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
@@ -256,16 +313,52 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    if sys.platform == "win32":
+        return 0o022
+    mask = os.umask(0o022)  # no other way to read it: set and restore at once
+    os.umask(mask)
+    return mask
+
+
 def read_text(path: Path) -> str:
-    """Read a memory file as UTF-8; raises UnicodeDecodeError for binary or non-UTF-8 content."""
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise UnicodeDecodeError("utf-8", data[:1], 0, 1, "binary content (NUL byte)")
-    return data.decode("utf-8-sig")
+    """Read a memory file as text; raises UnicodeDecodeError for a binary file.
+
+    A damaged text file reads anyway: invalid UTF-8 and control characters become U+FFFD,
+    line for line, so its valid lines stay readable and searchable where they are.
+    """
+    return decode_memory_bytes(path.read_bytes())
+
+
+def decode_memory_bytes(data: bytes) -> str:
+    """The text of a memory file's bytes (see ``read_text``)."""
+    head = data[:8192]
+    controls = sum(byte in _CONTROL_BYTES for byte in head)
+    if controls > 0.3 * len(head) or (controls >= 4 and controls > _BINARY_SHARE * len(head)):
+        raise UnicodeDecodeError("utf-8", head[:1], 0, 1, "binary content (control bytes)")
+    return _UNSHOWABLE.sub("\ufffd", data.decode("utf-8-sig", errors="replace"))
+
+
+def is_damaged(text: str) -> bool:
+    """True when ``read_text`` had to replace bytes of the file (or it holds U+FFFD itself)."""
+    return "\ufffd" in text
 
 
 def _is_regular_file(path: Path) -> bool:
-    return not path.is_symlink() and path.is_file()
+    """A regular file with a single link: symbolic and hard links are not followed."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
 
 def _walk_markdown(folder: Path) -> list[Path]:

@@ -473,20 +473,21 @@ def test_processes_syncing_the_same_workspace_at_once(workspace):
 
 
 # ----- awkward files ------------------------------------------------------------------------------
-def test_invalid_utf8_and_binary_files_are_skipped_with_a_reason(workspace, settings):
+def test_binary_files_are_skipped_and_damaged_text_is_indexed(workspace, settings):
     seed(workspace)
-    (workspace / "memory/latin1.md").write_bytes("Caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1"))
+    (workspace / "memory/latin1.md").write_bytes("Caf\xe9 cr\xe8me br\xfbl\xe9e\nThe quokkapilot ships Fridays\n"
+                                                 .encode("latin-1"))
     (workspace / "memory/blob.md").write_bytes(b"PNG\x00\x01\x02binary\x00stuff\n")
     memory = Memory(settings, embedder=None)
     report = memory.sync()
-    assert set(report.skipped) == {"memory/latin1.md", "memory/blob.md"}
-    assert "UTF-8" in report.skipped["memory/latin1.md"]
-    assert "UTF-8" in report.skipped["memory/blob.md"] or "binary" in report.skipped["memory/blob.md"]
-    assert sorted(report.added) == sorted(["MEMORY.md", DAILY, TOPIC])
+    assert set(report.skipped) == {"memory/blob.md"}
+    assert "binary" in report.skipped["memory/blob.md"]
+    assert sorted(report.added) == sorted(["MEMORY.md", DAILY, TOPIC, "memory/latin1.md"])
     assert memory.search("zebracorn")[0].path == DAILY
+    assert memory.search("quokkapilot")[0].path == "memory/latin1.md"
     assert memory.search("binary stuff") == []
     status = memory.status()
-    assert status["files"] == 5 and status["indexed_files"] == 3
+    assert status["files"] == 5 and status["indexed_files"] == 4
     assert_consistent(memory)
 
 

@@ -236,14 +236,29 @@ def test_read_text_strips_bom(tmp_path):
 @pytest.mark.parametrize(
     "data",
     [
-        "caf\xe9 latin-1\n".encode("latin-1"),
-        b"# ok so far\n\xff\xfe broken\n",
         b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00",
-        b"# looks like text\x00but has a NUL\n",
+        bytes(range(256)) * 4,
+        "# hello".encode("utf-16"),
     ],
 )
-def test_read_text_refuses_non_utf8_and_binary(tmp_path, data):
+def test_read_text_refuses_binary(tmp_path, data):
     path = tmp_path / "bad.md"
     path.write_bytes(data)
     with pytest.raises(UnicodeDecodeError):
         read_text(path)
+
+
+@pytest.mark.parametrize(
+    "data, lines",
+    [
+        ("caf\xe9 latin-1\nsecond line\n".encode("latin-1"), ["caf\ufffd latin-1", "second line"]),
+        (b"# ok so far\n\xff\xfe broken\nfine\n", ["# ok so far", "\ufffd\ufffd broken", "fine"]),
+        (b"# looks like text\x00but has a NUL\n- kept\n", ["# looks like text\ufffdbut has a NUL", "- kept"]),
+        (b"bell \x07 and escape \x1b[31m\n- kept\n", ["bell \ufffd and escape \ufffd[31m", "- kept"]),
+    ],
+)
+def test_damaged_text_reads_line_for_line(tmp_path, data, lines):
+    """Bad bytes read as U+FFFD where they are; every valid line stays readable at its number."""
+    path = tmp_path / "damaged.md"
+    path.write_bytes(data)
+    assert read_text(path).split("\n")[: len(lines)] == lines

@@ -44,7 +44,7 @@ from mcp_memory.embedding.cache import EmbeddingCache, cache_key
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
-from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, PathError, Workspace, read_text
+from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, PathError, Workspace, decode_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -228,10 +228,10 @@ class Indexer:
             return None
         try:
             data = memory_file.abs_path.read_bytes()
-            text = read_text(memory_file.abs_path) if data else ""
+            text = decode_memory_bytes(data) if data else ""
         except UnicodeDecodeError:
-            report.skipped[rel] = "not valid UTF-8 text"
-            log.warning("skipping %s: not valid UTF-8 text", rel)
+            report.skipped[rel] = "binary content, not text"
+            log.warning("skipping %s: binary content, not text", rel)
             return None
         except OSError as exc:
             report.skipped[rel] = f"cannot read: {exc}"
@@ -241,6 +241,10 @@ class Indexer:
         if previous and previous.hash == digest:
             # Touched but not changed: remember the new mtime so the fast path works next time.
             return FileState(rel, stat.st_mtime_ns, stat.st_size, digest, previous.chunks)
+        damaged = text.count("\ufffd") - data.count("\ufffd".encode("utf-8"))
+        if damaged > 0:
+            log.warning("%s has %d damaged characters (invalid UTF-8 or control bytes): they read as U+FFFD, "
+                        "the rest of the file is indexed", rel, damaged)
         chunks = chunk_markdown(
             text,
             path=rel,
