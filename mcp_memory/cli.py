@@ -258,7 +258,16 @@ def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout)
 
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+def _is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost; anything else (an empty host means every address) is not."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -267,13 +276,27 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.allocators import tune_for_long_running
 
     tune_for_long_running()
-    token = args.token or os.environ.get("MCP_MEMORY_TOKEN") or None
-    read_only = [t for t in (args.read_only_token or os.environ.get("MCP_MEMORY_READ_ONLY_TOKEN", "").split(",")) if t]
-    if args.transport != "stdio" and args.host not in _LOOPBACK and not (token or read_only or args.shared_token):
+    from mcp_memory.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
+
+    try:
+        full = (tokens_from_flags([args.token] if args.token is not None else None, "--token")
+                or tokens_from_env(os.environ, "MCP_MEMORY_TOKEN")[:1])
+        read_only = (tokens_from_flags(args.read_only_token, "--read-only-token")
+                     or tokens_from_env(os.environ, "MCP_MEMORY_READ_ONLY_TOKEN"))
+        shared_tokens = (tokens_from_flags(args.shared_token, "--shared-token")
+                         or tokens_from_env(os.environ, "MCP_MEMORY_SHARED_TOKEN"))
+    except TokenError as exc:
+        raise _UserError(str(exc)) from None
+    token = full[0] if full else None
+    network = args.transport != "stdio"
+    if network and not _is_loopback(args.host) and not (token or read_only or shared_tokens):
         raise _UserError(
-            f"refusing to listen on {args.host} without a token: pass --token or set MCP_MEMORY_TOKEN "
-            "(only loopback addresses may be served without one)"
+            f"refusing to listen on {args.host or 'every address'} without a token: pass --token or set "
+            "MCP_MEMORY_TOKEN (only loopback addresses may be served without one)"
         )
+    if network and any(is_short(t) for t in [*full, *read_only, *shared_tokens]):
+        log.warning("a token shorter than 16 characters can be guessed: prefer `python -c "
+                    "'import secrets; print(secrets.token_urlsafe(32))'`")
     if args.max_request_bytes < 1024:
         raise _UserError("--max-request-bytes must be at least 1024")
     from mcp.server.transport_security import TransportSecuritySettings
@@ -282,14 +305,13 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     host_for_url = f"[{args.host}]" if ":" in args.host else args.host
     path = "/sse" if args.transport == "sse" else "/mcp"
-    network = args.transport != "stdio"
     server = create_server(settings, token=token if network else None,
                            public_url=f"http://{host_for_url}:{args.port}{path}",
                            read_only_tokens=read_only if network else (),
-                           shared_tokens=(args.shared_token or []) if network else (), shared=args.shared)
+                           shared_tokens=shared_tokens if network else (), shared=args.shared)
     http_options: dict[str, Any] = {"host": args.host, "port": args.port,
                                     "max_request_body_size": args.max_request_bytes}
-    if args.host not in _LOOPBACK:
+    if not _is_loopback(args.host):
         # Beyond loopback the SDK checks nothing by default: accept only the names given.
         hosts = args.allowed_host or [f"{host_for_url}:*"]
         http_options["transport_security"] = TransportSecuritySettings(
@@ -415,7 +437,8 @@ def _parser() -> argparse.ArgumentParser:
                         "default $MCP_MEMORY_READ_ONLY_TOKEN, comma-separated)")
     p.add_argument("--shared-token", action="append", default=None,
                    help="a token for a shared client (group chat, team bot): it never sees the private files "
-                        "(privacy.private_paths, default MEMORY.md) (repeatable)")
+                        "(privacy.private_paths, default MEMORY.md) (repeatable; default $MCP_MEMORY_SHARED_TOKEN, "
+                        "comma-separated)")
     p.add_argument("--shared", action="store_true",
                    help="every caller of this server is shared: the private files are never served")
     p.add_argument("--max-request-bytes", type=int, default=1024 * 1024,

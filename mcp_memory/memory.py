@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import fnmatch
 import logging
 import re
 import threading
@@ -33,10 +32,11 @@ from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
 from mcp_memory.ledger import Ledger
 from mcp_memory.recall import fit_to_budget, format_recall, is_relevant, recall_key
-from mcp_memory.safety import find_secrets, looks_like_injection
+from mcp_memory.privacy import PrivacyRules, not_shared
+from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection
 from mcp_memory.search import HybridSearcher, SearchError, SearchHit, SearchSnapshot
 from mcp_memory.transcripts import Message
-from mcp_memory.workspace import PathError, Workspace, read_text
+from mcp_memory.workspace import MemoryFile, PathError, Workspace, read_text
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,7 @@ class Memory:
     def __init__(self, settings: Settings, embedder: Any = _CONFIGURED):
         self.settings = settings
         self.workspace = Workspace(settings.workspace, settings.extra_paths, settings.index_dir / "files.lock")
+        self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
         self._embedder_arg = embedder
         self._opened = False
         self._open_lock = threading.Lock()
@@ -263,7 +264,7 @@ class Memory:
             raise SearchError("query must be a string")
         self._refresh_snapshot()
         args = (query, max_results, min_score, path_prefix, _as_date(after, "after"), _as_date(before, "before"), today)
-        hidden = () if include_private else self._private_patterns()
+        hidden = None if include_private else self.privacy
         try:
             return self.searcher.search(*args, hidden=hidden)
         except EmbeddingError as exc:
@@ -271,23 +272,38 @@ class Memory:
             self._note_degraded(f"query embedding failed: {exc}")
             return self.searcher.search(*args, use_vectors=False, hidden=hidden)
 
-    def is_private(self, path: str) -> bool:
-        """True for files of ``privacy.private_paths``, which shared clients never see."""
-        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self._private_patterns())
+    def is_private(self, rel_path: str) -> bool:
+        """True for files of ``privacy.private_paths``, which shared clients never see.
 
-    def _private_patterns(self) -> tuple[str, ...]:
-        return tuple(p.replace("\\", "/") for p in self.settings.privacy.private_paths if p)
+        ``rel_path`` must be a resolved memory path (from ``Workspace.resolve`` or a hit),
+        never a string a caller typed: see ``privacy.py``.
+        """
+        return self.privacy.is_private(rel_path)
+
+    def resolve_visible(self, path: str, include_private: bool = True) -> MemoryFile:
+        """The memory file ``path`` names, if this caller may read it; else PathError.
+
+        A caller that may not see private files gets the same error for a private file, a
+        missing one and a refused path, so errors reveal nothing about what exists.
+        """
+        if include_private:
+            return self.workspace.resolve(path)
+        try:
+            memory_file = self.workspace.resolve(path)
+        except PathError:
+            raise PathError(not_shared(path)) from None
+        if self.is_private(memory_file.rel_path):
+            raise PathError(not_shared(path))
+        return memory_file
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None,
             include_private: bool = True) -> FileLines:
         """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""
-        memory_file = self.workspace.resolve(path)
-        if not include_private and self.is_private(memory_file.rel_path):
-            raise PathError(f"{memory_file.rel_path} is private: it is not shared with this client")
+        memory_file = self.resolve_visible(path, include_private)
         try:
             text = read_text(memory_file.abs_path)
         except UnicodeDecodeError:
-            raise PathError(f"{path!r} is not valid UTF-8 text") from None
+            raise PathError(f"{memory_file.rel_path!r} is a binary file, not text") from None
         all_lines = text.split("\n")
         if all_lines and all_lines[-1] == "":
             all_lines.pop()
@@ -302,8 +318,12 @@ class Memory:
         end = total if lines is None else min(total, start + int(lines) - 1)
         return FileLines(memory_file.rel_path, start, end, total, "\n".join(all_lines[start - 1 : end]))
 
-    def status(self) -> dict[str, Any]:
-        """What the index holds and how healthy it is."""
+    def status(self, include_private: bool = True) -> dict[str, Any]:
+        """What the index holds and how healthy it is.
+
+        A caller that may not see private files gets a reduced view: the files it can see,
+        the embedder and health, but no folder paths and no counts that include private files.
+        """
         self.open()
         self._recovering(self._refresh_handles)
         chunks = self.vectors.count()
@@ -314,6 +334,21 @@ class Memory:
             degraded.append("keyword-only mode (embedding.provider = 'none')")
         elif missing:
             degraded.append(f"{missing} of {chunks} chunks not embedded yet: vector search covers the rest")
+        embedder = {
+            "provider": self.embedder.provider if self.embedder else "none",
+            "model": self.embedder.model if self.embedder else "",
+            "dimensions": self.embedder.dimensions if self.embedder else 0,
+        }
+        if not include_private:
+            root = str(self.settings.workspace)
+            return {
+                "files": len(self.list_files(include_private=False)),
+                "embedder": embedder,
+                "embedded_share": None if embedded_share is None else round(embedded_share, 2),
+                "last_sync": self.state.get("last_sync") or None,
+                "degraded": [reason.replace(root, "<workspace>") for reason in degraded
+                             if "chunks not embedded" not in reason],
+            }
         fingerprint = self.state.get("fingerprint")
         return {
             "workspace": str(self.settings.workspace),
@@ -322,11 +357,7 @@ class Memory:
             "indexed_files": len(self.state.files()),
             "chunks": chunks,
             "keyword_docs": self.keywords.count(),
-            "embedder": {
-                "provider": self.embedder.provider if self.embedder else "none",
-                "model": self.embedder.model if self.embedder else "",
-                "dimensions": self.embedder.dimensions if self.embedder else 0,
-            },
+            "embedder": embedder,
             "embedded_share": None if embedded_share is None else round(embedded_share, 4),
             "fingerprint": json.loads(fingerprint) if fingerprint else None,
             "last_sync": self.state.get("last_sync") or None,
@@ -377,9 +408,12 @@ class Memory:
         A near-identical existing memory (similarity >= DEDUPE_THRESHOLD) is returned instead
         of writing a duplicate. The index covers the new line before this returns.
         """
-        text = " ".join((text or "").split())
+        if not isinstance(text, str):
+            raise MemoryInputError("text must be a string")
+        # Control characters (NUL, ESC sequences, ...) never reach a file; see safety/text.py.
+        text = " ".join(clean_memory_text(text).split())
         if not text:
-            raise MemoryInputError("text is empty: nothing to store")
+            raise MemoryInputError("text is empty (or only control or invisible characters): nothing to store")
         if len(text) > MAX_MEMORY_CHARS:
             raise MemoryInputError(f"text is {len(text)} characters; a memory holds at most {MAX_MEMORY_CHARS}")
         secrets = find_secrets(text)
@@ -388,15 +422,21 @@ class Memory:
             raise MemoryInputError(f"not stored: the text contains a secret ({kinds}); secrets are never written to memory")
         if looks_like_injection(text):
             raise MemoryInputError("not stored: the text reads as instructions to a model, not as a fact to remember")
-        category = " ".join((category or "").split()).lower()
+        category = " ".join(clean_memory_text(category or "").split()).lower()
         if category and not all(c.isalnum() or c in "-_ " for c in category):
             raise MemoryInputError("category may hold letters, digits, spaces, '-' and '_' only")
         self.open()
         day = today or dt.date.today()
+        path = self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day)
+        if not include_private and self.is_private(path):
+            # Writing there would tell a shared client the private file's length (the new line's number).
+            where = "evergreen memories (MEMORY.md)" if evergreen else "today's daily file"
+            raise MemoryInputError(f"not stored: {where} is not shared with this client; "
+                                   + ("store it without evergreen" if evergreen else "ask the owner to store it"))
         request = _StoreRequest(
             text=text,
             line=f"- [{category}] {text}" if category else f"- {text}",
-            path=self.workspace.evergreen_path() if evergreen else self.workspace.daily_path(day),
+            path=path,
             header="# Memory\n\n" if evergreen else f"# {day.isoformat()}\n\n",
             include_private=include_private,
         )
@@ -420,13 +460,14 @@ class Memory:
         try:
             with self.workspace.locked():  # no other process writes between the check and the append
                 written: list[_StoreRequest] = []
-                for request, duplicate in zip(batch, self._find_duplicates([r.text for r in batch])):
+                duplicates = self._find_duplicates([r.text for r in batch], [r.include_private for r in batch])
+                for request, duplicate in zip(batch, duplicates):
                     if duplicate is not None:
-                        if not request.include_private and self.is_private(duplicate.path):
-                            duplicate = MemoryLine(duplicate.path, duplicate.line, "(private)", duplicate.score)
                         request.result = StoreResult(False, duplicate)
                         continue
-                    request.duplicate_of = self._earlier_duplicate(request.text, written)
+                    # A shared caller is only told about lines it could read.
+                    earlier = [w for w in written if request.include_private or not self.is_private(w.path)]
+                    request.duplicate_of = self._earlier_duplicate(request.text, earlier)
                     if request.duplicate_of is None:
                         written.append(request)
                 paths = list(dict.fromkeys(r.path for r in written))
@@ -438,6 +479,7 @@ class Memory:
                 if paths:
                     self._sync_edited(*paths)
                     for path in paths:
+                        self._check_indexed(path)
                         self._embed_edited(path)
                 for r in written:
                     r.result = StoreResult(True, MemoryLine(r.path, r.written_at, r.line))
@@ -482,9 +524,7 @@ class Memory:
         if path is not None or line is not None:
             if path is None or line is None:
                 raise MemoryInputError("give both path and line, or a query")
-            if not include_private and self.is_private(str(path).replace("\\", "/")):
-                raise MemoryInputError(f"{path} is private: it is not shared with this client")
-            target = self._read_line(path, int(line))
+            target = self._read_line(path, int(line), include_private)
             if not confirm:
                 return ForgetResult(None, [target], "call again with confirm=true to remove this line")
             return self._remove(target)
@@ -511,8 +551,8 @@ class Memory:
             self._sync_edited(target.path)
         return ForgetResult(target, [], f"removed {target.citation}")
 
-    def _read_line(self, path: str, line: int) -> MemoryLine:
-        lines = self.get(path)
+    def _read_line(self, path: str, line: int, include_private: bool = True) -> MemoryLine:
+        lines = self.get(path, include_private=include_private)
         if not 1 <= line <= lines.total_lines:
             raise MemoryInputError(f"{lines.path} has no line {line} ({lines.total_lines} lines)")
         text = lines.text.split("\n")[line - 1]
@@ -522,6 +562,13 @@ class Memory:
 
     def _sync_edited(self, *rels: str) -> None:
         self._recovering(lambda: self.indexer.sync(only=set(rels)))
+
+    def _check_indexed(self, rel: str) -> None:
+        """Refuse to report a write that search could not find (the file must be a memory file)."""
+        try:
+            self.workspace.resolve(rel)
+        except PathError as exc:
+            raise MemoryInputError(f"{rel} was written but is not readable as a memory file ({exc})") from None
 
     def _embed_edited(self, rel: str) -> None:
         """Give the edited file's new rows their vectors before the edit returns.
@@ -557,7 +604,7 @@ class Memory:
         ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)[:limit]
         return [MemoryLine(m.path, m.line, m.text, round(float(s), 4)) for s, m in ranked]
 
-    def _find_duplicates(self, texts: list[str]) -> list[MemoryLine | None]:
+    def _find_duplicates(self, texts: list[str], include_private: list[bool] | None = None) -> list[MemoryLine | None]:
         """For each text, the memory line it nearly repeats (similarity >= dedupe_threshold), or None.
 
         The texts are checked together: one embedding call for their searches, one for the texts
@@ -568,7 +615,8 @@ class Memory:
             self.searcher.embed_queries_ahead(texts)  # does nothing for a lone text
         except EmbeddingError:
             pass  # each search falls back to keywords on its own and notes the degradation
-        candidates = [self._candidate_lines(text) for text in texts]
+        visible = include_private or [True] * len(texts)
+        candidates = [self._candidate_lines(text, private) for text, private in zip(texts, visible)]
         if len(texts) > 1:  # a lone text's comparison embeds its candidate lines in one call anyway
             self._embed_texts_ahead(list(dict.fromkeys(
                 [*texts, *(_memory_body(m.text) for lines in candidates for m in lines)])))
@@ -626,6 +674,7 @@ class Memory:
         idempotency_key: str | None = None,
         extractor: Any = None,
         now: dt.datetime | None = None,
+        include_private: bool = True,
     ) -> CaptureResult:
         """Write the durable facts of a conversation's latest messages to today's daily file.
 
@@ -657,7 +706,7 @@ class Memory:
 
         checked: list[Fact] = []
         for fact in facts:
-            fact = Fact(with_date(fact.text, today), fact.category, fact.source)
+            fact = Fact(with_date(clean_memory_text(str(fact.text or "")), today), fact.category, fact.source)
             reason = check_fact(fact)
             if reason:
                 skipped.append(Skipped(_preview(fact.text), reason))
@@ -673,6 +722,8 @@ class Memory:
             return self._finish_capture([], skipped, name, key, "no durable facts found")
 
         rel = self.workspace.daily_path(today)
+        if not include_private and self.is_private(rel):
+            return CaptureResult([], skipped, name, "not captured: today's daily file is not shared with this client")
         with self._edit_lock, self.workspace.locked():
             # Inside the cross-process lock: two processes capturing the same turn, or the
             # same fact, cannot both write it.
@@ -680,7 +731,8 @@ class Memory:
                 return CaptureResult([], skipped, name, f"skipped: idempotency key {key!r} was captured already")
             try:
                 fresh: list[Fact] = []
-                duplicates = self._find_duplicates([_memory_body(fact.text) for fact in unique])
+                duplicates = self._find_duplicates([_memory_body(fact.text) for fact in unique],
+                                                   [include_private] * len(unique))
                 for fact, duplicate in zip(unique, duplicates):
                     if duplicate is not None:
                         skipped.append(Skipped(_preview(fact.text), f"already in memory at {duplicate.citation}"))
@@ -694,6 +746,7 @@ class Memory:
                 prefix = [""] if (self.workspace.root / rel).exists() else []
                 start, _ = self.workspace.append(rel, prefix + lines, new_file_header=f"# {today.isoformat()}\n\n")
                 self._sync_edited(rel)
+                self._check_indexed(rel)
             except BaseException:
                 if key:
                     self.ledger.release(key)
@@ -740,7 +793,22 @@ class Memory:
         keywords_only: bool = False,
         include_private: bool = True,
     ) -> str:
-        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
+        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found."""
+        budget = self.settings.recall.budget_chars if budget_chars is None else max(100, int(budget_chars))
+        hits = self.recall_hits(prompt, session_key, max_items, budget, min_score, keywords_only, include_private)
+        return format_recall(hits, budget)
+
+    def recall_hits(
+        self,
+        prompt: str,
+        session_key: str | None = None,
+        max_items: int | None = None,
+        budget_chars: int | None = None,
+        min_score: float | None = None,
+        keywords_only: bool = False,
+        include_private: bool = True,
+    ) -> list[SearchHit]:
+        """The memories ``recall`` shows for a prompt (within the budget), in order; [] when none.
 
         ``keywords_only`` answers from the keyword index and the files alone, without loading
         the vector index or the embedding model (seconds of imports): the path a hook takes
@@ -752,7 +820,7 @@ class Memory:
         r = self.settings.recall
         prompt = strip_recall_blocks(prompt or "")
         if is_memory_run(session_key) or len(prompt.strip()) < max(1, r.min_prompt_chars):
-            return ""
+            return []
         max_items = r.max_items if max_items is None else max(1, int(max_items))
         budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
         threshold = r.min_score if min_score is None else min_score
@@ -777,7 +845,7 @@ class Memory:
         hits = fit_to_budget(hits[:max_items], budget)
         if session:
             self.ledger.record_recall(session, turn, [recall_key(h) for h in hits])
-        return format_recall(hits, budget)
+        return hits
 
     def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
                         limit: int) -> list[SearchHit]:

@@ -21,7 +21,6 @@ than an ANN index at the sizes a memory reaches (and needs no minutes-long index
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -33,6 +32,7 @@ import pyarrow as pa
 from mcp_memory.config import SearchSettings
 from mcp_memory.embedding import Embedder
 from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
+from mcp_memory.privacy import PrivacyRules
 
 KEYWORD_CONFIDENCE = True
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
@@ -81,14 +81,14 @@ class SearchSnapshot:
     vector_rows: np.ndarray  # row numbers that have a vector
     has_vector: np.ndarray  # per row: True when the row has a vector
     terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
-    hidden: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # rows matching path patterns
+    hidden: dict[PrivacyRules, np.ndarray] = field(default_factory=dict)  # rows of private files, by rules
 
-    def hidden_mask(self, patterns: tuple[str, ...]) -> np.ndarray:
-        """Rows whose path matches any of ``patterns`` (computed once per snapshot)."""
-        mask = self.hidden.get(patterns)
+    def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
+        """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
+        mask = self.hidden.get(rules)
         if mask is None:
-            by_path = {p: any(fnmatch.fnmatchcase(p, pattern) for pattern in patterns) for p in set(self.paths)}
-            mask = self.hidden[patterns] = np.array([by_path[p] for p in self.paths], bool)
+            by_path = {p: rules.is_private(p) for p in set(self.paths)}
+            mask = self.hidden[rules] = np.array([by_path[p] for p in self.paths], bool)
         return mask
 
     @classmethod
@@ -167,7 +167,7 @@ class HybridSearcher:
         before: dt.date | None = None,
         today: dt.date | None = None,
         use_vectors: bool = True,
-        hidden: tuple[str, ...] = (),
+        hidden: PrivacyRules | None = None,
     ) -> list[SearchHit]:
         s = self.settings
         k = s.max_results if max_results is None else int(max_results)
@@ -183,8 +183,8 @@ class HybridSearcher:
             return []
 
         allowed = self._filter_mask(snap, path_prefix, after, before)
-        if hidden:
-            visible = ~snap.hidden_mask(tuple(hidden))
+        if hidden is not None and hidden.patterns:
+            visible = ~snap.hidden_mask(hidden)
             allowed = visible if allowed is None else allowed & visible
         filtered = allowed is not None
         pool = k * s.candidate_multiplier

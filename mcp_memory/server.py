@@ -12,7 +12,7 @@ import datetime as dt
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -28,13 +28,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, Resolve, Sample, UserMessage
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
-from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
 from mcp_memory.service import MemoryService
+from mcp_memory.tokens import usable
 
 log = logging.getLogger(__name__)
 
@@ -153,10 +153,12 @@ class StaticTokenVerifier:
     """
 
     def __init__(self, tokens: dict[str, list[str]]):
-        self._tokens = [(t.encode(), scopes) for t, scopes in tokens.items() if t]
+        self._tokens = [(t.encode(), scopes) for t, scopes in tokens.items() if t.strip()]
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        given = token.encode()
+        if not token or not token.strip():
+            return None
+        given = token.encode("utf-8", "surrogatepass")
         found = None
         for known, scopes in self._tokens:
             # Every token is compared, so the time taken says nothing about which one matched.
@@ -178,10 +180,11 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
     """
     service = service or MemoryService(settings)
     auth_kwargs: dict[str, Any] = {}
-    tokens = {t: [SCOPE_READ, SCOPE_WRITE] for t in shared_tokens if t}
-    tokens.update({t: [SCOPE_READ, SCOPE_PRIVATE] for t in read_only_tokens if t})
-    if token:
-        tokens[token] = [SCOPE_READ, SCOPE_WRITE, SCOPE_PRIVATE]
+    # A blank token is no token (tokens.py): it never opens the server, whoever passes it.
+    tokens = {t: [SCOPE_READ, SCOPE_WRITE] for t in usable(shared_tokens)}
+    tokens.update({t: [SCOPE_READ, SCOPE_PRIVATE] for t in usable(read_only_tokens)})
+    for t in usable([token]):
+        tokens[t] = [SCOPE_READ, SCOPE_WRITE, SCOPE_PRIVATE]
     if tokens:
         base = public_url or "http://127.0.0.1"
         auth_kwargs = {
@@ -189,7 +192,6 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             "auth": AuthSettings(issuer_url=base, resource_server_url=base, required_scopes=[SCOPE_READ],
                                  validate_token_resource=False),
         }
-    bus = InMemorySubscriptionBus()
     loop_token: list[Any] = []
 
     @asynccontextmanager
@@ -199,6 +201,14 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             loop_token.append(anyio.lowlevel.current_token())
         yield None
 
+    def private_ok(ctx: Context | None) -> bool:
+        """May this caller see the private files? Not when the server or its token is shared."""
+        if shared:
+            return False
+        scopes = _caller_scopes(ctx)
+        return scopes is None or SCOPE_PRIVATE in scopes
+
+    bus = _FileEventBus(lambda: private_ok(None), _private_checker(settings))
     server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
                        subscriptions=bus, **auth_kwargs)
     server.memory_service = service  # type: ignore[attr-defined]  # for the CLI and tests
@@ -209,9 +219,7 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             return
 
         async def publish() -> None:
-            await bus.publish(ResourcesListChanged())
-            for path in sorted(paths):
-                await bus.publish(ResourceUpdated(uri=file_uri(path)))
+            await bus.publish_file_changes(paths)
 
         try:
             anyio.from_thread.run(publish, token=loop_token[0])
@@ -225,13 +233,6 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             return service.memory()
         except (TimeoutError, RuntimeError) as exc:
             raise ToolError(str(exc)) from None
-
-    def private_ok(ctx: Context | None) -> bool:
-        """May this caller see the private files? Not when the server or its token is shared."""
-        if shared:
-            return False
-        scopes = _caller_scopes(ctx)
-        return scopes is None or SCOPE_PRIVATE in scopes
 
     # ----- tools ---------------------------------------------------------------------------
     @server.tool(title="Search memory", annotations=_READ_ONLY)
@@ -351,7 +352,7 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
             text = sampled.content.text if isinstance(sampled.content, TextContent) else ""
             extractor = FixedFacts(text, name="sampling")
         result = memory().capture(parsed, session_key=session_key, idempotency_key=idempotency_key,
-                                  extractor=extractor)
+                                  extractor=extractor, include_private=private_ok(ctx))
         if result.captured:
             notify_changed({m.path for m in result.captured})
         return CaptureResultModel(
@@ -374,9 +375,9 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
                                                     include_private=private_ok(ctx)))
 
     @server.tool(title="Memory status", annotations=_READ_ONLY)
-    def memory_status() -> dict[str, Any]:
+    def memory_status(ctx: Context | None = None) -> dict[str, Any]:
         """Files, chunks, embedder, share embedded, last sync and any degraded mode."""
-        return memory().status()
+        return memory().status(include_private=private_ok(ctx))
 
     # ----- prompts -------------------------------------------------------------------------
     @server.prompt(title="Recall")
@@ -428,9 +429,54 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
 
     @server.resource("memory://status", mime_type="application/json", description="Index status")
     def status_resource() -> str:
-        return json.dumps(memory().status(), ensure_ascii=False)
+        return json.dumps(memory().status(include_private=private_ok(None)), ensure_ascii=False)
 
     return server
+
+
+class _FileEventBus:
+    """The server's ``SubscriptionBus``: change events for memory files, delivered by who may see them.
+
+    Whether a listener may see private files is decided when it subscribes (the
+    ``subscriptions/listen`` request carries the caller's token). A shared listener hears
+    nothing about a private file: no ``ResourceUpdated`` and no list change caused by it alone.
+    """
+
+    def __init__(self, may_see_private: Callable[[], bool], is_private: Callable[[str], bool]):
+        self._may_see_private = may_see_private
+        self._is_private = is_private
+        self._listeners: dict[object, tuple[Callable[[ServerEvent], None], bool]] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        key = object()
+        self._listeners[key] = (listener, self._may_see_private())
+        return lambda: self._listeners.pop(key, None) and None
+
+    async def publish(self, event: ServerEvent) -> None:
+        self._deliver(event, shared_may_hear=True)
+        await anyio.lowlevel.checkpoint()
+
+    async def publish_file_changes(self, paths: set[str]) -> None:
+        visible = {p for p in paths if not self._is_private(p)}
+        self._deliver(ResourcesListChanged(), shared_may_hear=bool(visible))
+        for path in sorted(paths):
+            self._deliver(ResourceUpdated(uri=file_uri(path)), shared_may_hear=path in visible)
+            await anyio.lowlevel.checkpoint()
+
+    def _deliver(self, event: ServerEvent, shared_may_hear: bool) -> None:
+        for listener, sees_private in list(self._listeners.values()):
+            if not (sees_private or shared_may_hear):
+                continue
+            try:
+                listener(event)
+            except Exception:  # one bad listener must not starve the others
+                log.exception("subscription listener raised")
+
+
+def _private_checker(settings: Settings) -> Callable[[str], bool]:
+    from mcp_memory.privacy import PrivacyRules
+
+    return PrivacyRules.from_settings(settings.privacy.private_paths).is_private
 
 
 def file_uri(path: str) -> str:

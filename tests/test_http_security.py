@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from test_transports import INIT_BODY, assert_pnpm_hit, raw_post, running_server
 
 FULL, READ_ONLY = "full-token-0123", "read-only-token-4567"
+SHARED_TOKEN = "shared-token-89ab"
 
 
 @pytest.fixture
@@ -86,3 +87,78 @@ def test_beyond_loopback_needs_a_token(tmp_path: Path):
                            "--workspace", str(tmp_path / "ws"), "--embedder", "none"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "without a token" in proc.stderr
+
+
+# ----- an empty token is no token ---------------------------------------------------------------------------
+def _serve_exit(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+    import subprocess
+    import sys
+
+    from conftest import free_port, port_open, server_env
+
+    port = free_port()
+    proc = subprocess.run([sys.executable, "-m", "mcp_memory", "serve", "--workspace", str(tmp_path / "ws"),
+                           "--embedder", "none", "--port", str(port), *args],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                          env=server_env(**(env or {})), cwd=str(tmp_path))
+    assert not port_open(port)
+    return proc
+
+
+@pytest.mark.parametrize("args", [
+    ["--host", "0.0.0.0", "--shared-token", ""],          # what "$UNSET_VAR" gives
+    ["--host", "0.0.0.0", "--token", ""],
+    ["--host", "0.0.0.0", "--token", "   "],
+    ["--host", "0.0.0.0", "--read-only-token", "\t"],
+    ["--host", "0.0.0.0", "--token", FULL, "--shared-token", ""],  # one good token does not excuse an empty one
+    ["--host", "127.0.0.1", "--token", ""],               # on loopback too: the flag asked for a token
+    ["--host", "0.0.0.0", "--token", "tok en with spaces"],
+    ["--host", "0.0.0.0", "--token", "jeton-été-0123456789"],
+])
+def test_empty_or_malformed_token_flags_are_refused(tmp_path: Path, args: list[str]):
+    proc = _serve_exit(tmp_path, "--transport", "http", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert "token" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("env", [
+    {"MCP_MEMORY_TOKEN": ""},
+    {"MCP_MEMORY_TOKEN": "   "},
+    {"MCP_MEMORY_READ_ONLY_TOKEN": " , ,"},
+    {"MCP_MEMORY_SHARED_TOKEN": ""},
+    {"MCP_MEMORY_TOKEN": "", "MCP_MEMORY_SHARED_TOKEN": " ", "MCP_MEMORY_READ_ONLY_TOKEN": ","},
+])
+@pytest.mark.parametrize("host", ["0.0.0.0", "", "::"])
+def test_empty_token_variables_are_unset_and_a_wide_listen_is_refused(tmp_path: Path, env: dict[str, str],
+                                                                       host: str):
+    proc = _serve_exit(tmp_path, "--transport", "sse", "--host", host, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_blank_bearer_never_matches(two_token_server):
+    for header in ("Bearer ", "Bearer    ", "Bearer", "bearer \t", ""):
+        status, _, _ = raw_post(two_token_server.port, headers={"Authorization": header} if header else {})
+        assert status == 401, header
+
+
+def test_blank_tokens_given_to_the_library_install_no_open_door(workspace, settings):
+    """create_server with only blank tokens has no token at all: nothing that looks like auth is installed."""
+    import anyio
+
+    from mcp_memory.server import StaticTokenVerifier, create_server
+
+    server = create_server(settings, token="  ", read_only_tokens=["", " "], shared_tokens=["\t"])
+    assert server.settings.auth is None and server._token_verifier is None
+    server.memory_service.stop()
+    with_one = create_server(settings, token="  ", shared_tokens=["", SHARED_TOKEN])
+    assert with_one._token_verifier is not None
+    assert anyio.run(with_one._token_verifier.verify_token, "") is None
+    assert anyio.run(with_one._token_verifier.verify_token, SHARED_TOKEN).scopes == ["memory", "memory:write"]
+    with_one.memory_service.stop()
+
+    verifier = StaticTokenVerifier({"": ["memory"], "  ": ["memory"], FULL: ["memory"]})
+    assert anyio.run(verifier.verify_token, "") is None
+    assert anyio.run(verifier.verify_token, "  ") is None
+    assert anyio.run(verifier.verify_token, FULL) is not None

@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from mcp_memory.capture.facts import CATEGORIES, Fact
-from mcp_memory.safety import find_secrets, looks_like_injection, redact_secrets
+from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection, redact_secrets
 from mcp_memory.transcripts import Message
 
 MEMORY_RUN_MARKER = ":memory-capture:"  # session keys of capture's own runs hold this
@@ -81,7 +81,8 @@ def select_candidates(
     first = max(0, len(messages) - max_messages)
     for index in range(first, len(messages)):
         message = messages[index]
-        raw = message.content if isinstance(message.content, str) else ""
+        # Control characters never reach an extractor, and so never a file (safety/text.py).
+        raw = clean_memory_text(message.content) if isinstance(message.content, str) else ""
         had_recall = bool(_RECALL_BLOCK.search(raw))
         text = strip_recall_blocks(raw).strip()
         if not text:

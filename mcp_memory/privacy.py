@@ -1,0 +1,73 @@
+"""Which memory files are private, and who may see them.
+
+A shared client (a server started with ``--shared``, or an HTTP caller holding a
+``--shared-token``) never learns anything about a private file: not its text, not its
+length, not even that it exists. Every decision here is made on the *resolved* path of a
+memory file (``Workspace.resolve`` or ``Workspace.list_files``), never on the string a
+caller typed: ``./MEMORY.md``, ``MEMORY.md `` and ``.\\MEMORY.md`` all name the same file.
+
+Patterns (``privacy.private_paths``) follow ``.gitignore`` habits, matched without regard
+to letter case (macOS and Windows file systems ignore it too):
+
+* a pattern without ``/`` matches a file name at any depth: ``MEMORY.md`` makes both the
+  curated file and ``memory/projects/MEMORY.md`` private, as a person naming a file
+  ``MEMORY.md`` would expect;
+* a pattern with ``/`` is anchored at the workspace root (``memory/health/*``); a trailing
+  ``/`` means everything below that folder; ``*`` may cross folders.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class PrivacyRules:
+    """The private-path patterns of one workspace (hashable: search caches masks by it)."""
+
+    patterns: tuple[str, ...]
+
+    @classmethod
+    def from_settings(cls, patterns: list[str] | tuple[str, ...]) -> "PrivacyRules":
+        cleaned = (_clean_pattern(p) for p in patterns)
+        return cls(tuple(dict.fromkeys(p for p in cleaned if p)))
+
+    def is_private(self, rel_path: str) -> bool:
+        """True when the memory file at ``rel_path`` (as resolved by the workspace) is private."""
+        return _matches(self.patterns, rel_path)
+
+
+def not_shared(path: object) -> str:
+    """The one answer a shared client gets for a path it may not read, whatever the reason.
+
+    Missing, private, or refused by resolution: the message is the same, so it cannot be
+    used to learn which files exist.
+    """
+    shown = str(path).strip()
+    if len(shown) > 80:
+        shown = shown[:80] + "…"
+    return f"{shown!r} is not a memory file shared with this client"
+
+
+def _clean_pattern(pattern: object) -> str:
+    text = str(pattern or "").strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    if text.endswith("/"):
+        text += "*"
+    return text.casefold()
+
+
+@lru_cache(maxsize=4096)
+def _matches(patterns: tuple[str, ...], rel_path: str) -> bool:
+    path = rel_path.replace("\\", "/").casefold()
+    name = path.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        if "/" in pattern:
+            if fnmatch.fnmatchcase(path, pattern):
+                return True
+        elif fnmatch.fnmatchcase(name, pattern):
+            return True
+    return False
