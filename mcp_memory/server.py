@@ -351,8 +351,13 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         if sampled is not None:
             text = sampled.content.text if isinstance(sampled.content, TextContent) else ""
             extractor = FixedFacts(text, name="sampling")
-        result = memory().capture(parsed, session_key=session_key, idempotency_key=idempotency_key,
-                                  extractor=extractor, include_private=private_ok(ctx))
+        from mcp_memory.memory import MemoryInputError, PathError
+
+        try:
+            result = memory().capture(parsed, session_key=session_key, idempotency_key=idempotency_key,
+                                      extractor=extractor, include_private=private_ok(ctx))
+        except (MemoryInputError, PathError) as exc:
+            raise ToolError(f"not captured: {exc}") from None
         if result.captured:
             notify_changed({m.path for m in result.captured})
         return CaptureResultModel(

@@ -1,0 +1,216 @@
+"""What reaches a memory file: no control characters, no writes through links, the user's umask.
+
+Driven through the real MCP client SDK (in-memory server; one stdio server), checked on the
+bytes of the files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HashEmbedder, close_server, make_server, write
+from mcp import Client
+from mcp_memory.memory import Memory, MemoryInputError
+from mcp_memory.workspace import PathError, read_text
+from test_transports import stdio_params
+
+TODAY = f"memory/{dt.date.today().isoformat()}.md"
+CONTROL_FREE = set(range(0x00, 0x09)) | set(range(0x0B, 0x20)) | {0x7F}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def server(workspace, settings):
+    write(workspace, "MEMORY.md", "# Memory\n\n- The user prefers pnpm.\n")
+    server = make_server(settings)
+    yield server
+    close_server(server)
+
+
+def _assert_clean_file(path: Path) -> str:
+    data = path.read_bytes()
+    text = data.decode("utf-8")  # valid UTF-8 as a whole
+    assert not CONTROL_FREE & set(data), [hex(b) for b in set(data) & CONTROL_FREE]
+    assert not any(0x80 <= ord(ch) <= 0x9F for ch in text)  # no C1 controls either
+    return text
+
+
+HOSTILE = [
+    ("The build server is \x00called hal9000", "called hal9000"),
+    ("Deploy \x1b[31mred\x1b[0m on Fridays only", "Deploy red on Fridays only"),
+    ("The pager\x07 rota starts on Monday", "The pager rota starts on Monday"),
+    ("Backspace\x08\x08\x08 trick in the staging note", "trick in the staging note"),
+    ("C1 controls\x85 and\x9b31m here in the ops note", "here in the ops note"),
+    ("Window title \x1b]0;pwned\x07 in the terminal note", "in the terminal note"),
+    ("Right-to-left \u202eoverride\u202c in the billing note", "override in the billing note"),
+    ("Zero\u200bwidth\u2060 joins in the search note", "Zerowidth joins in the search note"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("text, kept", HOSTILE)
+async def test_store_never_writes_control_characters(server, workspace, text, kept):
+    async with Client(server) as client:
+        stored = await client.call_tool("memory_store", {"text": text})
+        assert not stored.is_error, stored.content
+        after = await client.call_tool("memory_store", {"text": "A later store into the same file works."})
+        assert after.structured_content["stored"]
+        got = await client.call_tool("memory_get", {"path": TODAY})
+    content = _assert_clean_file(workspace / TODAY)
+    assert kept in content and kept in got.structured_content["text"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("text", ["\u200b\u200b\u200b", "\x00\x00", "\u200d", "\x1b[31m\x1b[0m", " \u2060 \ufeff ",
+                                  "\x07\x08\x7f"])
+async def test_invisible_only_text_is_refused_and_nothing_is_written(server, workspace, text):
+    async with Client(server) as client:
+        result = await client.call_tool("memory_store", {"text": text})
+        assert result.is_error and "empty" in result.content[0].text
+        search = await client.call_tool("memory_search", {"query": "pnpm"})
+        assert search.structured_content["results"]  # still serving
+    assert not (workspace / TODAY).exists()
+
+
+@pytest.mark.anyio
+async def test_capture_never_writes_control_characters(server, workspace):
+    messages = [{"role": "user", "content": "I prefer\x00 the 5:30 train\x1b[1m home on weekdays\x07."},
+                {"role": "user", "content": "Remember that my dentist\u200b is Dr. Ba\x08rnes in Leeds."}]
+    async with Client(server) as client:
+        result = await client.call_tool("memory_capture", {"messages": messages, "session_key": "s\x00ession\x1b"})
+        assert not result.is_error, result.content
+        assert result.structured_content["captured"], result.structured_content
+    content = _assert_clean_file(workspace / TODAY)
+    assert "5:30 train" in content
+
+
+@pytest.mark.anyio
+async def test_a_damaged_file_keeps_its_bytes_and_its_valid_lines(server, workspace):
+    """A file another tool damaged (NUL, invalid UTF-8) stays searchable, and later writes land."""
+    damaged = (b"# Daily\n\n- Valid line about the quasarbeam rollout.\n- broken \x00\xff\xfe bytes here\n"
+               b"- Another valid line about the nebulite cache.")
+    (workspace / TODAY).write_bytes(damaged)
+    async with Client(server) as client:
+        await client.call_tool("memory_status", {})  # let the service open
+        memory = server.memory_service.memory()
+        memory.sync()
+        search = await client.call_tool("memory_search", {"query": "quasarbeam rollout"})
+        assert search.structured_content["results"][0]["path"] == TODAY
+        got = await client.call_tool("memory_get", {"path": TODAY, "from_line": 5, "line_count": 1})
+        assert got.structured_content["text"] == "- Another valid line about the nebulite cache."
+        stored = await client.call_tool("memory_store", {"text": "The user prefers Helix over Vim."})
+        assert stored.structured_content["stored"] and stored.structured_content["line"] == 6
+        removed = await client.call_tool("memory_forget", {"path": TODAY, "line": 3, "confirm": True})
+        assert removed.structured_content["removed"]["text"].endswith("quasarbeam rollout.")
+        found = await client.call_tool("memory_search", {"query": "Helix Vim"})
+        assert any(h["path"] == TODAY for h in found.structured_content["results"])
+    data = (workspace / TODAY).read_bytes()
+    assert b"- broken \x00\xff\xfe bytes here\n" in data  # the damaged bytes are the user's: kept as they were
+    assert data.endswith(b"- The user prefers Helix over Vim.\n") and b"quasarbeam" not in data
+
+
+@pytest.mark.anyio
+async def test_stdio_server_refuses_nul_and_keeps_serving(tmp_path: Path):
+    from test_transports import make_workspace
+
+    ws = make_workspace(tmp_path / "ws")
+    async with Client(stdio_params(ws, "--embedder", "none")) as client:
+        stored = await client.call_tool("memory_store", {"text": "Bad\x00bytes in the zebracorn note"})
+        assert not stored.is_error
+        again = await client.call_tool("memory_search", {"query": "zebracorn"})
+        assert again.structured_content["results"]
+    _assert_clean_file(ws / TODAY)
+
+
+# ----- links -------------------------------------------------------------------------------------------
+def _linked_memory_folder(workspace: Path, tmp_path: Path) -> Path:
+    outside = tmp_path / "dropbox-notes"
+    outside.mkdir()
+    for child in (workspace / "memory").iterdir():
+        child.unlink()
+    (workspace / "memory").rmdir()
+    (workspace / "memory").symlink_to(outside, target_is_directory=True)
+    return outside
+
+
+@pytest.mark.anyio
+async def test_no_write_through_a_symlinked_memory_folder(workspace, settings, tmp_path):
+    write(workspace, "MEMORY.md", "# Memory\n\n- The user prefers pnpm.\n")
+    outside = _linked_memory_folder(workspace, tmp_path)
+    server = make_server(settings)
+    try:
+        async with Client(server) as client:
+            stored = await client.call_tool("memory_store", {"text": "The user's bike is a Brompton."})
+            captured = await client.call_tool("memory_capture", {"messages": [
+                {"role": "user", "content": "Remember that my bike is a blue Brompton."}]})
+            evergreen = await client.call_tool("memory_store", {"text": "The user's cat is Miso.", "evergreen": True})
+        assert stored.is_error and "symbolic link" in stored.content[0].text
+        assert captured.is_error and "symbolic link" in captured.content[0].text
+        assert evergreen.structured_content["stored"]  # MEMORY.md itself is a real file: fine
+    finally:
+        close_server(server)
+    assert list(outside.iterdir()) == []  # nothing was written outside the workspace
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_no_write_through_a_linked_file(workspace, settings, tmp_path, kind):
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Elsewhere\n\n- Not memory.\n", encoding="utf-8")
+    before = outside.read_bytes()
+    memory = Memory(settings, embedder=HashEmbedder())
+    memory.index()
+    for target in (workspace / TODAY, workspace / "MEMORY.md"):
+        if kind == "symlink":
+            target.symlink_to(outside)
+        else:
+            os.link(outside, target)
+    try:
+        for evergreen in (False, True):
+            with pytest.raises((MemoryInputError, PathError), match="link"):
+                memory.store("The office plant is a ficus.", evergreen=evergreen)
+        assert outside.read_bytes() == before
+        assert memory.search("Not memory elsewhere") == []
+    finally:
+        memory.close()
+
+
+def test_a_hard_link_in_memory_is_not_served(workspace, settings, tmp_path):
+    secret = tmp_path / "private-diary.md"
+    secret.write_text("# Diary\n\n- The vault combination is kept in the blue book.\n", encoding="utf-8")
+    os.link(secret, workspace / "memory" / "diary.md")
+    write(workspace, "memory/ok.md", "# Ok\n\n- The blue book club meets on Mondays.\n")
+    memory = Memory(settings, embedder=None)
+    memory.sync()
+    assert [f.path for f in memory.list_files()] == ["memory/ok.md"]
+    with pytest.raises(PathError):
+        memory.get("memory/diary.md")
+    assert {h.path for h in memory.search("vault combination blue book")} == {"memory/ok.md"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+@pytest.mark.parametrize("umask, mode", [(0o077, 0o600), (0o022, 0o644), (0o027, 0o640)])
+def test_new_files_follow_the_umask(workspace, settings, umask, mode):
+    memory = Memory(settings, embedder=None)
+    old = os.umask(umask)
+    try:
+        memory.store("The user prefers tea in the morning.")
+        memory.store("The user's cat is called Miso.", evergreen=True)
+    finally:
+        os.umask(old)
+    for rel in (TODAY, "MEMORY.md"):
+        assert stat.S_IMODE((workspace / rel).stat().st_mode) == mode, rel
+    (workspace / TODAY).chmod(0o604)  # an existing file keeps the mode its owner chose
+    memory.store("The user prefers green tea after lunch.")
+    assert stat.S_IMODE((workspace / TODAY).stat().st_mode) == 0o604
+    assert json.dumps(read_text(workspace / TODAY))  # and it is still plain text
