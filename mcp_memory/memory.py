@@ -329,7 +329,7 @@ class Memory:
         chunks = self.vectors.count()
         missing = self.vectors.count_missing_vectors()
         embedded_share = (chunks - missing) / chunks if chunks and self.embedder else (0.0 if self.embedder else None)
-        degraded = list(self._degraded)
+        degraded = list(self._degraded) + (self.workspace.link_warnings() if include_private else [])
         if self.embedder is None and self.settings.embedding.provider == "none":
             degraded.append("keyword-only mode (embedding.provider = 'none')")
         elif missing:

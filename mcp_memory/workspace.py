@@ -117,6 +117,22 @@ class Workspace:
                 found.setdefault(rel, MemoryFile(rel, path, None))
         return [found[k] for k in sorted(found)]
 
+    def link_warnings(self) -> list[str]:
+        """The top-level memory locations that are links, and so are not read (a common surprise)."""
+        warnings = []
+        for name in ("MEMORY.md", "memory.md", "memory"):
+            path = self.root / name
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                warnings.append(f"{name} is a symbolic link: it is not read and nothing is written through it "
+                                "(to keep memory in a synced folder, make that folder the workspace)")
+            elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                warnings.append(f"{name} has {info.st_nlink} hard links: it is not read (copy it to break the link)")
+        return warnings
+
     def rel_path(self, path: Path) -> str:
         """Workspace-relative POSIX path, or the absolute POSIX path for files outside it."""
         try:

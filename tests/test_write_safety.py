@@ -161,6 +161,8 @@ async def test_no_write_through_a_symlinked_memory_folder(workspace, settings, t
     finally:
         close_server(server)
     assert list(outside.iterdir()) == []  # nothing was written outside the workspace
+    status = Memory(settings, embedder=None).status()
+    assert any("memory is a symbolic link" in reason for reason in status["degraded"])
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
