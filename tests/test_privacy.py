@@ -65,7 +65,7 @@ def _private_bytes(workspace: Path) -> dict[str, bytes]:
 
 
 def _leaks(text: str) -> bool:
-    return any(s in text for s in ("Okafor", "zorkmids", "bonus pool", "MEMORY.md#", "(private)"))
+    return any(s in text for s in ("Okafor", "zorkmids", "40k", "MEMORY.md#", "(private)"))
 
 
 @pytest.mark.anyio
@@ -265,3 +265,67 @@ async def test_shared_token_over_the_network(tmp_path_factory, transport):
                 search = await client.call_tool("memory_search", {"query": "pnpm npm yarn"})
                 got = await client.call_tool("memory_get", {"path": "./MEMORY.md"})
                 assert "pnpm" in _text(search) and not got.is_error and "pnpm" in got.structured_content["text"]
+
+
+# ----- every tool, prompt and resource, including ones added later ---------------------------------------
+# Words of the private lines, without the marker words that ``_leaks`` looks for.
+_PROBE_TEXT = "the user's therapist sessions, salary per month and the quarterly pool for the platform team"
+
+
+def _probe_values(name: str, schema: dict) -> list[object]:
+    """Hostile values for one argument, chosen by its name and type."""
+    kind = schema.get("type") or next((s.get("type") for s in schema.get("anyOf", []) if s.get("type") != "null"), None)
+    lowered = name.lower()
+    if kind == "string":
+        if "path" in lowered or lowered in ("uri", "file"):
+            return [*SPELLINGS[:4], "memory/projects/MEMORY.md", "./memory/projects/MEMORY.md"]
+        if lowered in ("after", "before") or "date" in lowered:
+            return ["2026-01-01"]
+        if "id" in lowered:
+            return ["MEMORY.md#L3", "MEMORY.md", "1"]
+        return [_PROBE_TEXT]
+    if kind == "integer":
+        return [3]
+    if kind == "number":
+        return [0.0]
+    if kind == "boolean":
+        return [True]
+    if kind == "array":
+        return [[{"role": "user", "content": f"Remember that {_PROBE_TEXT}."}]]
+    return [None]
+
+
+@pytest.mark.anyio
+async def test_every_tool_prompt_and_resource_keeps_private_files_private(shared_server, workspace):
+    """Driven by the server's own listings, so a tool added later is checked too."""
+    before = _private_bytes(workspace)
+    async with Client(shared_server) as client:
+        tools = (await client.list_tools()).tools
+        assert len(tools) >= 7
+        for tool in tools:
+            properties = tool.input_schema.get("properties", {})
+            variants = [{}]
+            for name, schema in properties.items():
+                values = _probe_values(name, schema)
+                variants = [{**v, name: value} for v in variants for value in values if value is not None][:12] \
+                    or variants
+            for arguments in variants:
+                result = await client.call_tool(tool.name, arguments)
+                assert not _leaks(_text(result)), (tool.name, arguments, _text(result)[:300])
+        for prompt in (await client.list_prompts()).prompts:
+            arguments = {a.name: _PROBE_TEXT for a in prompt.arguments or [] if a.required}
+            result = await client.get_prompt(prompt.name, arguments)
+            text = _text(result).replace(_PROBE_TEXT, "")
+            assert not _leaks(text) and "sessions on Wednesdays" not in text, prompt.name
+        for resource in (await client.list_resources()).resources:
+            assert not _leaks(_text(await client.read_resource(str(resource.uri)))), resource.uri
+        for template in (await client.list_resource_templates()).resource_templates:
+            for value in [*SPELLINGS[:3], "memory/projects/MEMORY.md", "therapist%20sessions%20salary"]:
+                uri = template.uri_template.split("{")[0] + value.strip()
+                try:
+                    result = await client.read_resource(uri)
+                except Exception as exc:  # refused: the refusal must not tell anything either
+                    assert not _leaks(str(exc)), uri
+                else:
+                    assert not _leaks(_text(result).replace(_PROBE_TEXT, "")), uri
+    assert _private_bytes(workspace) == before
