@@ -4,140 +4,539 @@ Client hooks (Claude Code's ``UserPromptSubmit`` and ``Stop``) run as fresh proc
 every turn. Loading the vector index and the embedding model takes seconds, more than a
 prompt hook may add, while the MCP server the same client started has them warm. So every
 ``mcp-memory serve`` also listens on 127.0.0.1 on a random port and writes
-``<index_dir>/bridges/<pid>.json`` (port and a random token; readable by the user only). A
-hook reads those files, connects, sends one JSON line and reads one JSON line back. When no
-server answers, the hook falls back to working in-process (keyword-only for recall).
+``<index_dir>/bridges/<pid>.json`` (readable by the user only): pid, port, a random token
+and the identity of the process (boot id and start time, where ``/proc`` tells them). When
+no server answers, the hook falls back to working in-process (keyword-only for recall).
 
-The token proves the caller can read the user's index folder; nothing listens beyond
-loopback, and requests are size-limited.
+Protocol: one connection, three lines of ASCII JSON.
+
+1. server → hook: ``{"bridge": "mcp-memory", "v": 2, "challenge": C}``
+2. hook → server: ``{"nonce": N, "body": B, "mac": M}``
+3. server → hook: ``{"body": R, "mac": P}``, or ``{"ok": false, "error": ...}`` without a
+   proof when the request was refused before it was authenticated.
+
+C and N are 32 fresh random hex digits (one per connection, one per request), B and R the
+request and the reply as JSON text, and, with the token as key,
+``M = HMAC-SHA256("mcp-memory bridge request" C N B)`` and
+``P = HMAC-SHA256("mcp-memory bridge reply" C N R)`` (parts joined by newlines).
+
+Threat model: anything local may connect to the port, and once a server is gone anything
+may listen on the port its file still names, or run under the pid it records.
+
+* Who is asked. A hook believes a file only when its pid is alive and, where ``/proc``
+  exists, is still the process that wrote it (same boot, same start time), so a recycled
+  pid or a file left by a crash (``kill -9``) is not believed, and is removed. A live
+  server holds its port, and removes its file before it frees the port.
+* The token never travels. A listener that does not know it sees a MAC bound to its own
+  challenge and to the hook's nonce: a real server issues a fresh challenge on every
+  connection, so the request is good on that one connection only, and nothing it saw is a
+  valid reply either (another label). Without the token it cannot forge a reply; a reply
+  without a valid proof over the hook's fresh nonce is discarded, so old replies cannot be
+  replayed. Even a proven reply is treated as data: recall sends memories as fields that
+  the hook checks and frames itself, exactly like in-process recall.
+* What it does not hide: the request (the prompt) travels in clear over loopback. Only the
+  identity check above keeps it from reaching anything but the server that wrote the file.
+* Exhaustion. At most ``MAX_CONNECTIONS`` connections are served at once; more are closed
+  at once, without a thread. A connection has ``REQUEST_DEADLINE`` seconds in total to
+  deliver its request, however it dribbles. When the process runs out of file descriptors,
+  accepting backs off and logs once in a while. The bridge therefore never holds more than
+  a few dozen descriptors or threads, whatever the clients do, and cannot starve the MCP
+  transport it shares the process with; a hook that finds it busy works in-process.
+* Bad input (not JSON, not an object, nested too deep, wrong types, an unknown operation)
+  gets a JSON error reply; the bridge keeps serving.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
+import hashlib
+import hmac
 import json
 import logging
 import os
+import re
 import secrets
+import selectors
 import socket
-import socketserver
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard
 
 log = logging.getLogger(__name__)
 
 BRIDGE_DIRNAME = "bridges"
+PROTOCOL_VERSION = 2
 MAX_REQUEST_BYTES = 1024 * 1024  # transcripts travel by path, so requests are small
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+MAX_GREETING_BYTES = 1024
+MAX_CONNECTIONS = 16  # connections served at once; hooks make one each, and briefly
+REQUEST_DEADLINE = 1.0  # seconds from accept to a complete request line: a hook sends at once
+REPLY_SEND_TIMEOUT = 10.0  # a reader that stops reading cannot hold a thread longer
+CONNECT_TIMEOUT = 0.5
+GREETING_TIMEOUT = 1.0
+LISTEN_BACKLOG = 128
+ACCEPT_BACKOFF_MIN, ACCEPT_BACKOFF_MAX = 0.05, 1.0
+LOG_INTERVAL = 60.0  # repeated bridge troubles are logged at most this often
+NONCE_HEX = 32
+MAC_HEX = 64
+_REQUEST_LABEL = b"mcp-memory bridge request"
+_REPLY_LABEL = b"mcp-memory bridge reply"
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class BridgeServer:
-    """Answers hook requests with ``handler`` on a loopback port, one thread per connection."""
+class BridgeError(ValueError):
+    """A bridge exchange that cannot go on: bad input from the other side, or a refusal."""
 
-    def __init__(self, index_dir: Path, handler: Handler):
+
+class _LineTooLong(BridgeError):
+    pass
+
+
+# ----- server side ----------------------------------------------------------------------------
+class BridgeServer:
+    """Answers hook requests with ``handler`` on a loopback port, one thread per connection.
+
+    ``handler`` gets the authenticated request object (its ``op`` a string) and returns the
+    reply fields; a ``ValueError`` it raises is a bad request, answered with its message.
+    """
+
+    def __init__(self, index_dir: Path, handler: Handler, max_connections: int = MAX_CONNECTIONS,
+                 request_deadline: float = REQUEST_DEADLINE):
         self.folder = Path(index_dir) / BRIDGE_DIRNAME
         self.handler = handler
         self.token = secrets.token_urlsafe(24)
-        self._server: socketserver.ThreadingTCPServer | None = None
-        self._thread: threading.Thread | None = None
         self.info_path = self.folder / f"{os.getpid()}.json"
+        self.max_connections = max_connections
+        self.request_deadline = request_deadline
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._stopping = threading.Event()
+        self._listener: socket.socket | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
+        self._thread: threading.Thread | None = None
+        self._accept_trouble = _Throttle(LOG_INTERVAL)
+        self._busy = _Throttle(LOG_INTERVAL)
+        self._refused = _Throttle(LOG_INTERVAL)
 
-    def start(self) -> "BridgeServer":
-        bridge = self
+    @property
+    def port(self) -> int:
+        if self._listener is None:
+            raise RuntimeError("the bridge is not listening")
+        return int(self._listener.getsockname()[1])
 
-        class _Handler(socketserver.StreamRequestHandler):
-            timeout = 60
-
-            def handle(self) -> None:
-                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
-                reply = bridge._answer(line)
-                self.wfile.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
-
-        class _Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mcp-memory-bridge", daemon=True)
-        self._thread.start()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        _write_private(self.info_path, json.dumps({"pid": os.getpid(), "port": port, "token": self.token,
-                                                   "started": time.time()}))
-        log.info("hook bridge listening on 127.0.0.1:%d", port)
+    def start(self) -> BridgeServer:
+        listener = _listen_loopback()
+        try:
+            self._wake = socket.socketpair()
+            self._listener = listener
+            self._thread = threading.Thread(target=self._accept_loop, name="mcp-memory-bridge", daemon=True)
+            self._thread.start()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_private(self.info_path, json.dumps({
+                "pid": os.getpid(), "port": self.port, "token": self.token,
+                "identity": process_identity(os.getpid()), "started": time.time(),
+            }))
+        except BaseException:
+            self.stop()
+            listener.close()
+            raise
+        log.info("hook bridge listening on 127.0.0.1:%d", self.port)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        try:
-            self.info_path.unlink()
-        except OSError:
-            pass
+        # The file goes first: no hook may be sent to a port that is about to be free.
+        _unlink(self.info_path)
+        self._stopping.set()
+        if self._wake is not None:
+            try:
+                self._wake[1].send(b"x")
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        for sock in (self._listener, *(self._wake or ())):
+            if sock is not None:
+                sock.close()
+        self._listener = None
+        self._wake = None
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
-        if len(line) > MAX_REQUEST_BYTES:
-            return {"ok": False, "error": "request too large"}
+    # ----- accepting
+    def _accept_loop(self) -> None:
+        assert self._listener is not None and self._wake is not None
+        backoff = 0.0
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            selector.register(self._wake[0], selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                selector.select()
+                if self._stopping.is_set():
+                    break
+                try:
+                    conn, _ = self._listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue  # another wake-up, or the client gave up before we accepted
+                except OSError as exc:
+                    # Out of descriptors (EMFILE) the connection stays queued and the listener
+                    # readable: retrying at once would spin and flood the log.
+                    backoff = min(max(backoff * 2, ACCEPT_BACKOFF_MIN), ACCEPT_BACKOFF_MAX)
+                    self._report_accept_error(exc)
+                    self._stopping.wait(backoff)
+                    continue
+                backoff = 0.0
+                self._admit(conn)
+
+    def _report_accept_error(self, exc: OSError) -> None:
+        suppressed = self._accept_trouble.due()
+        if suppressed is None:
+            return
+        kind = "out of resources" if exc.errno in _OUT_OF_RESOURCES else "error"
+        more = f"; {suppressed} more since the last report" if suppressed else ""
+        log.warning("hook bridge cannot accept connections (%s: %s); backing off%s", kind, exc, more)
+
+    def _admit(self, conn: socket.socket) -> None:
+        """Serve ``conn`` on a thread of its own if a slot is free; else close it at once."""
+        if not self._slots.acquire(blocking=False):
+            _close(conn)
+            suppressed = self._busy.due()
+            if suppressed is not None:
+                log.info("hook bridge busy: closed connections over %d at once (%d more since the last report)",
+                         self.max_connections, suppressed)
+            return
+        accepted = time.monotonic()
         try:
-            request = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return {"ok": False, "error": "request is not one line of JSON"}
-        if not isinstance(request, dict) or not secrets.compare_digest(str(request.get("token", "")), self.token):
-            return {"ok": False, "error": "bad token"}
+            threading.Thread(target=self._serve, args=(conn, accepted), name="mcp-memory-bridge-conn",
+                             daemon=True).start()
+        except RuntimeError:  # no thread to be had: the connection goes, the bridge stays
+            self._slots.release()
+            _close(conn)
+
+    # ----- one connection
+    def _serve(self, conn: socket.socket, accepted: float) -> None:
         try:
-            return {"ok": True, **self.handler(request)}
-        except Exception as exc:  # the hook falls back; the server keeps serving
-            log.warning("bridge request %r failed: %s", request.get("op"), exc, exc_info=True)
+            challenge = secrets.token_hex(NONCE_HEX // 2)
+            deadline = accepted + self.request_deadline
+            _send_line(conn, {"bridge": "mcp-memory", "v": PROTOCOL_VERSION, "challenge": challenge}, deadline)
+            try:
+                line = _read_line(conn, MAX_REQUEST_BYTES, deadline)
+            except TimeoutError:
+                reply = self._refusal(f"no complete request within {self.request_deadline:g} s")
+            except _LineTooLong:
+                reply = self._refusal("request too large")
+            else:
+                reply = self._answer(line, challenge)
+            _send_line(conn, reply, time.monotonic() + REPLY_SEND_TIMEOUT)
+        except OSError:
+            pass  # the client went away, or stopped reading
+        except Exception:  # a bug must not end the bridge, nor leak the slot
+            log.warning("hook bridge connection failed", exc_info=True)
+        finally:
+            _close(conn)
+            self._slots.release()
+
+    def _answer(self, line: bytes, challenge: str) -> dict[str, Any]:
+        """The reply line to one request line: a refusal, or a reply with its proof."""
+        try:
+            envelope = _loads_object(line)
+        except BridgeError as exc:
+            return self._refusal(f"bad request: {exc}")
+        nonce, body, mac = envelope.get("nonce"), envelope.get("body"), envelope.get("mac")
+        if not (_is_hex(nonce, NONCE_HEX) and isinstance(body, str) and _is_hex(mac, MAC_HEX)):
+            return self._refusal("bad request: expected nonce, body and mac (see mcp_memory.bridge)")
+        if not hmac.compare_digest(_mac(self.token, _REQUEST_LABEL, challenge, nonce, body), mac):
+            return self._refusal("bad token")
+        # Authenticated from here on: every reply carries a proof.
+        return self._sealed(self._run(body), challenge, nonce)
+
+    def _run(self, body: str) -> dict[str, Any]:
+        try:
+            request = _loads_object(body)
+        except BridgeError as exc:
+            return {"ok": False, "error": f"bad request: {exc}"}
+        op = request.get("op")
+        if not isinstance(op, str):
+            return {"ok": False, "error": "bad request: op must be a string"}
+        try:
+            result = self.handler(request)
+        except ValueError as exc:  # a request the handler cannot answer as asked: no traceback
+            log.info("bridge request %s refused: %s", loggable(op, 40), loggable(str(exc)))
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:  # the hook falls back; the server keeps serving
+            log.warning("bridge request %s failed: %s", loggable(op, 40), exc, exc_info=True)
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        if not isinstance(result, dict):
+            return {"ok": False, "error": "the server's answer is not an object"}
+        return {**result, "ok": True}
+
+    def _sealed(self, reply: dict[str, Any], challenge: str, nonce: str) -> dict[str, Any]:
+        try:
+            body = json.dumps(reply, ensure_ascii=True)
+        except (TypeError, ValueError) as exc:
+            body = json.dumps({"ok": False, "error": f"the answer cannot be sent: {exc}"})
+        if len(body) > MAX_REPLY_BYTES - 256:
+            body = json.dumps({"ok": False, "error": "the answer is too large to send"})
+        return {"body": body, "mac": _mac(self.token, _REPLY_LABEL, challenge, nonce, body)}
+
+    def _refusal(self, error: str) -> dict[str, Any]:
+        suppressed = self._refused.due()
+        if suppressed is not None:
+            log.info("hook bridge refused a request: %s (%d more since the last report)", error, suppressed)
+        return {"ok": False, "error": error}
+
+
+def _listen_loopback() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if hasattr(socket, "SO_EXCLUSIVEADDRUSE"):  # Windows: no other socket may bind this port too
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)  # the accept loop waits in select; accept itself must never block
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+# ----- client side ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BridgeInfo:
+    """What a bridge file says: who wrote it and where it listens."""
+
+    path: Path
+    pid: int
+    port: int
+    token: str
+    identity: str | None
 
 
 def call_bridge(index_dir: Path, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
-    """Send ``request`` to a running server of this index; None when none answers in time."""
-    folder = Path(index_dir) / BRIDGE_DIRNAME
-    try:
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return None
-    for entry in entries:
-        try:
-            info = json.loads(entry.read_text(encoding="utf-8"))
-            port, token = int(info["port"]), str(info["token"])
-        except (OSError, ValueError, KeyError, TypeError):
+    """Send ``request`` to a running server of this index; its proven reply, or None.
+
+    None when no believable server answers within ``timeout`` seconds in all, or when the
+    one that answers refuses (``ok`` false): the caller then works in-process.
+    """
+    deadline = time.monotonic() + timeout
+    for info in _bridge_infos(Path(index_dir) / BRIDGE_DIRNAME):
+        state = owner_state(info)
+        if state != "alive":
+            if state == "stale":
+                _unlink(info.path)
+            log.info("bridge file %s not believed (%s)", info.path.name, state)
             continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=min(timeout, 0.5)) as conn:
-                conn.settimeout(timeout)
-                conn.sendall(json.dumps({**request, "token": token}, ensure_ascii=False).encode("utf-8") + b"\n")
-                reply = _read_line(conn)
-        except OSError:
-            if not _pid_alive(info.get("pid")):
-                _remove_stale(entry)
+            reply = exchange(info.port, info.token, request, remaining)
+        except (OSError, BridgeError) as exc:
+            log.info("bridge at port %d did not answer: %s", info.port, loggable(str(exc) or type(exc).__name__))
             continue
-        try:
-            answer = json.loads(reply.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        if isinstance(answer, dict) and answer.get("ok"):
-            return answer
-        log.info("bridge at port %d refused: %s", port, answer.get("error") if isinstance(answer, dict) else answer)
+        if reply.get("ok") is True:
+            return reply
+        log.info("bridge at port %d refused: %s", info.port, loggable(reply.get("error")))
     return None
 
 
-def _read_line(conn: socket.socket) -> bytes:
-    chunks: list[bytes] = []
+def exchange(port: int, token: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One request to the bridge at ``port``: its reply object, proven to come from ``token``'s holder.
+
+    Raises ``BridgeError`` (a refusal, or a reply without a valid proof) or ``OSError``.
+    """
+    deadline = time.monotonic() + timeout
+    body = json.dumps(request, ensure_ascii=True)
+    if len(body) > MAX_REQUEST_BYTES - 256:
+        raise BridgeError("request too large")
+    with socket.create_connection(("127.0.0.1", port), timeout=max(0.01, min(timeout, CONNECT_TIMEOUT))) as conn:
+        greeting = _loads_object(_read_line(conn, MAX_GREETING_BYTES,
+                                            min(deadline, time.monotonic() + GREETING_TIMEOUT)))
+        challenge = greeting.get("challenge")
+        if greeting.get("bridge") != "mcp-memory" or not _is_hex(challenge, NONCE_HEX):
+            raise BridgeError("the listener is not an mcp-memory bridge")
+        nonce = secrets.token_hex(NONCE_HEX // 2)
+        _send_line(conn, {"nonce": nonce, "body": body,
+                          "mac": _mac(token, _REQUEST_LABEL, challenge, nonce, body)}, deadline)
+        envelope = _loads_object(_read_line(conn, MAX_REPLY_BYTES, deadline))
+    reply_body, proof = envelope.get("body"), envelope.get("mac")
+    if proof is None and "body" not in envelope:
+        raise BridgeError(f"refused: {loggable(envelope.get('error'))}")
+    if not (isinstance(reply_body, str) and _is_hex(proof, MAC_HEX)
+            and hmac.compare_digest(_mac(token, _REPLY_LABEL, challenge, nonce, reply_body), proof)):
+        raise BridgeError("reply without a valid proof discarded")
+    return _loads_object(reply_body)
+
+
+def owner_state(info: BridgeInfo) -> Literal["alive", "stale", "unproven"]:
+    """Whether the process that wrote a bridge file still runs.
+
+    "alive": it does; "stale": it does not (remove the file); "unproven": a process runs
+    under that pid but the file records no identity to tell whether it is the same one.
+    """
+    if process_identity(os.getpid()) is None:
+        # No /proc here: a live pid is all that can be checked (the proof still guards the reply).
+        return "alive" if _pid_alive(info.pid) else "stale"
+    live = process_identity(info.pid)
+    if live is None:
+        return "stale"
+    if info.identity is None:
+        return "unproven"
+    return "alive" if hmac.compare_digest(live, info.identity) else "stale"
+
+
+def process_identity(pid: int) -> str | None:
+    """Boot id and start time of ``pid`` (a recycled pid has another); None without ``/proc``."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_bytes()
+    except (OSError, ValueError, OverflowError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from the last ")".
+    fields = stat[stat.rfind(b")") + 1:].split()
+    try:
+        state, started = fields[0], int(fields[19])  # fields 3 and 22: state, start time in ticks since boot
+    except (IndexError, ValueError):
+        return None
+    if state in (b"Z", b"X"):  # dead, not yet reaped: it listens on nothing
+        return None
+    return f"{_boot_id()}:{started}"
+
+
+@functools.lru_cache(maxsize=1)
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def _bridge_infos(folder: Path) -> list[BridgeInfo]:
+    """The readable bridge files of ``folder``, newest first."""
+    infos: list[tuple[float, BridgeInfo]] = []
+    try:
+        entries = list(folder.glob("*.json"))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            mtime = entry.stat().st_mtime
+            data = json.loads(entry.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        info = _info_from(entry, data)
+        if info is not None:
+            infos.append((mtime, info))
+    return [info for _, info in sorted(infos, key=lambda pair: pair[0], reverse=True)]
+
+
+def _info_from(path: Path, data: Any) -> BridgeInfo | None:
+    if not isinstance(data, dict):
+        return None
+    pid, port, token, identity = data.get("pid"), data.get("port"), data.get("token"), data.get("identity")
+    if not (_is_int(pid) and pid > 0 and _is_int(port) and 0 < port < 65536):
+        return None
+    if not (isinstance(token, str) and token) or not (identity is None or isinstance(identity, str)):
+        return None
+    return BridgeInfo(path, pid, port, token, identity)
+
+
+# ----- shared -----------------------------------------------------------------------------------
+def loggable(value: Any, limit: int = 300) -> str:
+    """Text from the other side, fit for one log line: cut short, control characters blanked."""
+    if not isinstance(value, str):
+        return f"({type(value).__name__})"
+    text = "".join(c if c.isprintable() else " " for c in value[:limit])
+    return text + ("…" if len(value) > limit else "")
+
+
+def _mac(token: str, label: bytes, challenge: str, nonce: str, body: str) -> str:
+    message = b"\n".join((label, challenge.encode("ascii"), nonce.encode("ascii"),
+                          body.encode("utf-8", "surrogatepass")))
+    return hmac.new(token.encode("utf-8", "surrogatepass"), message, hashlib.sha256).hexdigest()
+
+
+def _is_hex(value: object, length: int) -> TypeGuard[str]:
+    # Checked before any comparison: compare_digest raises on non-ASCII text.
+    return isinstance(value, str) and len(value) == length and re.fullmatch(r"[0-9a-f]+", value) is not None
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _loads_object(data: bytes | str) -> dict[str, Any]:
+    """One JSON object, or a ``BridgeError`` that says what is wrong with it."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json.loads(text)
+    except UnicodeDecodeError:
+        raise BridgeError("not UTF-8") from None
+    except RecursionError:
+        raise BridgeError("JSON nested too deeply") from None
+    except ValueError:  # JSONDecodeError, and integers too long to convert
+        raise BridgeError("not one line of JSON") from None
+    if not isinstance(value, dict):
+        raise BridgeError("not a JSON object")
+    return value
+
+
+def _read_line(conn: socket.socket, limit: int, deadline: float) -> bytes:
+    """One line (without its newline, or what came before EOF) by ``deadline`` at the latest.
+
+    The deadline bounds the whole line, not each read: a sender dribbling a byte at a time
+    gets no more time than one sending it at once.
+    """
+    buffer = bytearray()
     while True:
-        data = conn.recv(65536)
-        if not data:
-            break
-        chunks.append(data)
-        if data.endswith(b"\n"):
-            break
-    return b"".join(chunks)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no complete line in time")
+        conn.settimeout(remaining)
+        chunk = conn.recv(65536)
+        if not chunk:
+            return bytes(buffer)
+        end = chunk.find(b"\n")
+        buffer += chunk if end < 0 else chunk[:end]
+        if len(buffer) > limit:
+            raise _LineTooLong(f"line longer than {limit} bytes")
+        if end >= 0:
+            return bytes(buffer)
+
+
+def _send_line(conn: socket.socket, message: dict[str, Any], deadline: float) -> None:
+    conn.settimeout(max(0.01, deadline - time.monotonic()))
+    conn.sendall(json.dumps(message, ensure_ascii=True).encode("ascii") + b"\n")
+
+
+def _close(conn: socket.socket) -> None:
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
+class _Throttle:
+    """Lets a repeated event be logged at most once per ``interval`` seconds."""
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self._suppressed = 0
+
+    def due(self) -> int | None:
+        """None to keep this event quiet; else log it, with the count of those kept quiet since."""
+        with self._lock:
+            now = time.monotonic()
+            if self._last is not None and now - self._last < self.interval:
+                self._suppressed += 1
+                return None
+            suppressed, self._suppressed, self._last = self._suppressed, 0, now
+            return suppressed
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -149,18 +548,18 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _pid_alive(pid: Any) -> bool:
+def _pid_alive(pid: int) -> bool:
     if sys.platform == "win32":
         return True  # signal 0 means CTRL_C_EVENT there; a stale file just costs one refused connect
     try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError, TypeError):
+        os.kill(pid, 0)
+    except OSError:  # gone, or (EPERM) another user's process: not the server that wrote the file
         return False
     return True
 
 
-def _remove_stale(entry: Path) -> None:
+def _unlink(path: Path) -> None:
     try:
-        entry.unlink()
+        path.unlink()
     except OSError:
         pass

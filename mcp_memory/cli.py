@@ -324,7 +324,8 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         from mcp_memory.hooks import handle_request
 
         try:
-            bridge = BridgeServer(settings.index_dir, lambda request: handle_request(service.memory(), request)).start()
+            bridge = BridgeServer(settings.index_dir, lambda request: handle_request(
+                service.memory(), request, include_private=not args.shared)).start()
         except OSError as exc:
             log.warning("hook bridge not started: %s", exc)
     try:

@@ -10,21 +10,31 @@ Both first ask a running ``mcp-memory serve`` of the workspace through the loopb
 (warm index and model: tens of milliseconds). With none running, recall answers from the
 keyword index alone (no model to load) and capture runs in-process.
 
+The bridge proves who answers (see ``mcp_memory.bridge``), but its replies are still data,
+not text to print: recall comes back as memories (path, lines, date, snippet), checked field
+by field and framed here by ``format_recall``, the same code that frames in-process recall,
+so a stored ``</relevant-memories>`` is escaped whichever way the memory came. A reply that
+does not check out is discarded and recall runs in-process. Capture replies are only logged.
+
 A hook must never break the client: whatever happens, it exits 0, prints either valid hook
 JSON or nothing, and writes what went wrong to ``<index_dir>/hooks.log``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from mcp_memory.bridge import call_bridge
+from mcp_memory.bridge import call_bridge, loggable
 from mcp_memory.config import Settings
+from mcp_memory.recall import format_recall
+from mcp_memory.search import SearchHit
 
 log = logging.getLogger(__name__)
 
@@ -32,35 +42,60 @@ MAX_STDIN_BYTES = 16 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
 RECALL_TIMEOUT = 2.0  # seconds a prompt hook waits for a running server before answering alone
 CAPTURE_TIMEOUT = 60.0
+MAX_RECALLED = 100  # more memories than any recall budget holds: a longer list is not a real reply
+
+
+class BadRequest(ValueError):
+    """A bridge request that cannot be answered as asked (missing or mistyped fields)."""
+
+
+class InvalidReply(ValueError):
+    """A bridge reply whose memories do not check out field by field."""
 
 
 # ----- server side: what the bridge answers ---------------------------------------------------
-def handle_request(memory: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """Answer one bridge request with ``memory`` (a ``Memory``); raises on bad requests."""
+def handle_request(memory: Any, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
+    """Answer one bridge request with ``memory`` (a ``Memory``); raises ``ValueError`` on bad requests.
+
+    ``include_private`` is passed on to recall and capture: false (a server shared with
+    others) leaves private files out of both, as for any other shared caller.
+    """
     op = request.get("op")
     if op == "ping":
         return {"pong": True}
     if op == "recall":
-        context = memory.recall(str(request.get("prompt") or ""), session_key=request.get("session_key"))
-        return {"context": context}
+        prompt = _text_field(request, "prompt") or ""
+        hits = memory.recall_hits(prompt, session_key=_text_field(request, "session_key"),
+                                  include_private=include_private)
+        return {"memories": [hit.to_dict() for hit in hits]}
     if op == "capture":
-        return capture_transcript(memory, request).to_dict()
-    raise ValueError(f"unknown operation {op!r}")
+        return capture_transcript(memory, request, include_private=include_private).to_dict()
+    raise BadRequest(f"unknown operation {loggable(op, 40)!r}")
 
 
-def capture_transcript(memory: Any, request: dict[str, Any]) -> Any:
+def capture_transcript(memory: Any, request: dict[str, Any], include_private: bool = True) -> Any:
     """Capture from ``transcript_path`` or ``messages`` in a request or hook payload."""
     from mcp_memory.transcripts import messages_from_json, read_transcript
 
     last = memory.settings.capture.max_messages
+    path = _text_field(request, "transcript_path")
     if request.get("messages") is not None:
         messages = messages_from_json(request["messages"])[-last:]
-    elif request.get("transcript_path"):
-        messages = read_transcript(Path(str(request["transcript_path"])).expanduser(), last=last)
+    elif path:
+        messages = read_transcript(Path(path).expanduser(), last=last)
     else:
-        raise ValueError("give transcript_path or messages")
-    key = request.get("idempotency_key") or turn_key(request.get("session_key"), messages)
-    return memory.capture(messages, session_key=request.get("session_key"), idempotency_key=key)
+        raise BadRequest("give transcript_path or messages")
+    session = _text_field(request, "session_key")
+    key = _text_field(request, "idempotency_key") or turn_key(session, messages)
+    return memory.capture(messages, session_key=session, idempotency_key=key, include_private=include_private)
+
+
+def _text_field(request: dict[str, Any], name: str) -> str | None:
+    """A field that is a string when given; anything else is a bad request."""
+    value = request.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise BadRequest(f"{name} must be a string, not {type(value).__name__}")
 
 
 def turn_key(session_key: Any, messages: list[Any]) -> str:
@@ -98,13 +133,14 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
 
 def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
     prompt = str(payload.get("prompt") or "")
-    session = payload.get("session_id")
+    session = _session_of(payload)
     if len(prompt.strip()) < settings.recall.min_prompt_chars:
         return ""
     request = {"op": "recall", "prompt": prompt, "session_key": session}
     reply = call_bridge(settings.index_dir, request, timeout=RECALL_TIMEOUT)
-    if reply is not None:
-        context = str(reply.get("context") or "")
+    hits = _recalled(reply) if reply is not None else None
+    if hits is not None:
+        context = format_recall(hits, settings.recall.budget_chars)
         log.info("recall answered by a running server (%d characters)", len(context))
     else:
         from mcp_memory.memory import Memory
@@ -123,10 +159,10 @@ def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
     path = payload.get("transcript_path")
     if not path:
         raise ValueError("the hook input has no transcript_path")
-    request = {"op": "capture", "transcript_path": str(path), "session_key": payload.get("session_id")}
+    request = {"op": "capture", "transcript_path": str(path), "session_key": _session_of(payload)}
     reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
     if reply is not None:
-        log.info("capture by a running server: %s", reply.get("message"))
+        log.info("capture by a running server: %s", loggable(reply.get("message")))
         return ""
     from mcp_memory.memory import Memory
 
@@ -134,6 +170,70 @@ def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
         result = capture_transcript(memory, request)
     log.info("capture in-process: %s", result.message)
     return ""  # Stop hooks print nothing: stdout there is not for the model
+
+
+def _session_of(payload: dict[str, Any]) -> str | None:
+    session = payload.get("session_id")
+    return session if isinstance(session, str) else None
+
+
+def _recalled(reply: dict[str, Any]) -> list[SearchHit] | None:
+    """The memories of a server's recall reply; None (recall in-process) when it does not check out."""
+    try:
+        return hits_from_wire(reply.get("memories"))
+    except ValueError as exc:
+        log.warning("the running server's recall reply is invalid (%s); recalling in-process", loggable(str(exc)))
+        return None
+
+
+def hits_from_wire(items: Any) -> list[SearchHit]:
+    """``SearchHit.to_dict()`` records back as hits, every field checked; ``ValueError`` on anything amiss."""
+    if not isinstance(items, list) or len(items) > MAX_RECALLED:
+        raise InvalidReply(f"memories must be a list of at most {MAX_RECALLED} records")
+    return [_hit_from_wire(item) for item in items]
+
+
+def _hit_from_wire(item: Any) -> SearchHit:
+    if not isinstance(item, dict):
+        raise InvalidReply("a memory is not an object")
+    start, end = _wire_int(item, "start_line"), _wire_int(item, "end_line")
+    if not 0 <= start <= end:
+        raise InvalidReply("a memory's lines are out of order")
+    date = item.get("date")
+    if date is not None:
+        date = dt.date.fromisoformat(_wire_text(item, "date"))
+    similarity = item.get("vector_similarity")
+    return SearchHit(
+        path=_wire_text(item, "path", empty=False), start_line=start, end_line=end,
+        score=_wire_number(item, "score"), snippet=_wire_text(item, "snippet"), source=_wire_text(item, "source"),
+        date=date, keyword_coverage=_wire_number(item, "keyword_coverage"),
+        vector_similarity=None if similarity is None else _wire_number(item, "vector_similarity"),
+    )
+
+
+def _wire_text(item: dict[str, Any], name: str, empty: bool = True) -> str:
+    value = item.get(name)
+    if not isinstance(value, str) or not (empty or value):
+        raise InvalidReply(f"a memory's {name} is not a string")
+    try:
+        value.encode("utf-8")  # a lone surrogate could not be printed as hook JSON
+    except UnicodeEncodeError:
+        raise InvalidReply(f"a memory's {name} is not valid text") from None
+    return value
+
+
+def _wire_int(item: dict[str, Any], name: str) -> int:
+    value = item.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidReply(f"a memory's {name} is not an integer")
+    return value
+
+
+def _wire_number(item: dict[str, Any], name: str) -> float:
+    value = item.get(name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise InvalidReply(f"a memory's {name} is not a finite number")
+    return float(value)
 
 
 def log_hook_failure(workspace: str | None, message: str) -> None:
@@ -151,7 +251,7 @@ def _read_payload(stdin: IO[str]) -> dict[str, Any]:
         raise ValueError("hook input is larger than 16 MB")
     data = json.loads(raw) if raw.strip() else {}
     if not isinstance(data, dict):
-        raise ValueError("hook input is not a JSON object")
+        raise TypeError("hook input is not a JSON object")
     return data
 
 

@@ -378,7 +378,7 @@ def test_bridge_round_trip(bridge) -> None:
     reply = call_bridge(server.info_path.parent.parent, {"op": "echo", "text": "héllo 你好"}, timeout=5)
     assert reply == {"ok": True, "echo": "héllo 你好", "op": "echo"}
     (request,) = handler.requests
-    assert request["token"] == info["token"]  # the handler sees an authenticated request
+    assert request == {"op": "echo", "text": "héllo 你好"}  # authenticated; the token itself never travels
 
     # A handler failure is an answer the caller falls back from, and the bridge keeps serving.
     assert call_bridge(server.info_path.parent.parent, {"op": "boom"}, timeout=5) is None
@@ -390,11 +390,13 @@ def test_bridge_refuses_a_wrong_token(bridge) -> None:
     info = json.loads(server.info_path.read_text(encoding="utf-8"))
     server.info_path.write_text(json.dumps({**info, "token": "not-the-token"}), encoding="utf-8")
     assert call_bridge(server.info_path.parent.parent, {"op": "echo", "text": "x"}, timeout=5) is None
-    # By hand, with no token at all: refused with a reason.
+    # By hand, with no proof at all: refused with a reason (after the server's challenge line).
     with socket.create_connection(("127.0.0.1", info["port"]), timeout=5) as conn:
+        lines = conn.makefile("rb")
+        assert json.loads(lines.readline())["bridge"] == "mcp-memory"
         conn.sendall(b'{"op": "echo", "text": "x"}\n')
-        reply = json.loads(conn.makefile("rb").readline())
-    assert reply == {"ok": False, "error": "bad token"}
+        reply = json.loads(lines.readline())
+    assert reply["ok"] is False and reply["error"].startswith("bad request") and "mac" not in reply
     assert handler.requests == []
     # The file still points at a live process: it is not removed as stale.
     assert server.info_path.exists()
