@@ -2,7 +2,9 @@
 
 Reads every ``bench/data/filters/*.jsonl`` (one ``{"text", "label", "lang", "family"}`` per
 line; ``label`` true = a secret, or an injection) and runs the detector the file is named
-after (``secrets`` -> ``contains_secret``, ``injections`` -> ``looks_like_injection``).
+after (``secrets*`` -> ``contains_secret``, ``injections*`` -> ``looks_like_injection``).
+The ``*_heldout`` sets were written apart from the rules, without looking at them: their
+figures are the honest ones; the main sets grew with the rules and flatter them.
 Reports the share of positives caught (overall, by family, by language), the false-positive
 rate on the negatives (ordinary notes, many of which mention passwords, keys and
 instructions legitimately) and the mean time per text.
@@ -163,13 +165,14 @@ def main() -> int:
     old = baseline_detectors(args.baseline) if args.baseline else None
     out: dict[str, Any] = {}
     for path in sorted(DATA.glob("*.jsonl")):
-        name = path.stem
-        if name not in detectors:
+        name = path.stem  # secrets.jsonl, secrets_heldout.jsonl, ... : the detector is the first word
+        if name.split("_")[0] not in detectors:
             print(f"(skipping {path.name}: no detector named {name!r})", file=sys.stderr)
             continue
         rows = read_set(path)
-        result = evaluate(rows, detectors[name])
-        base = evaluate(rows, old[name]) if old else None
+        kind = name.split("_")[0]
+        result = evaluate(rows, detectors[kind])
+        base = evaluate(rows, old[kind]) if old else None
         out[name] = {"current": result, "baseline": base}
         if not args.json:
             report(name, result, base, args.misses)
