@@ -340,3 +340,13 @@ def test_memory_store_refuses_secrets_and_injections_and_writes_nothing(workspac
     assert list((workspace / "memory").glob("*.md")) == []
     stored = memory.store("The user prefers dark mode")
     assert stored.stored
+
+
+@pytest.mark.parametrize("text", ["服务器密码Qz7#pLm2x", "路由器的密码Xy9!kk2Pw", "パスワードMn4$rt8Lq", "비밀번호Zx8@cv5Bn"])
+def test_cjk_password_names_take_their_value_without_a_separator(text):
+    assert contains_secret(text)
+
+
+@pytest.mark.parametrize("text", ["密码学是一门有趣的学科", "修改密码ABC流程已上线", "パスワードポリシーを更新した", "密码策略v2已经发布"])
+def test_cjk_password_words_in_prose_are_not_secrets(text):
+    assert not contains_secret(text)

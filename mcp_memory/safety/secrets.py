@@ -427,7 +427,7 @@ def _named_values(text: str) -> list[SecretMatch]:
             name = lowered[start:end]
             if name != keyword or family in ("token", "weak", "seed"):
                 family = _name_family(text[start:end]) or ""
-        else:
+        elif not _CJK.match(keyword[-1]):  # CJK names take no endings: "密码Lp0@9x" is name + value
             inflection = _INFLECTION.match(text, end)  # lösenordet, пароля, contraseñas
             end = inflection.end() if inflection else end
         if not family:
