@@ -100,7 +100,9 @@ def end_to_end(rows: list[dict], settings_overrides: dict) -> dict:
     for row in rows:
         if row["kind"] == "secret":
             for match in find_secrets(row["text"]):
-                secret_tokens.add(row["text"][match.start : match.end])
+                token = row["text"][match.start : match.end]
+                if len(token) >= 6:  # a 3-digit CVC would "leak" into any text holding "123"
+                    secret_tokens.add(token)
             secret_tokens.update(t for t in re.findall(r"\S{12,}", row["text"]) if _looks_random(t))
     leaked = sorted(t for t in secret_tokens if t in written) + [m.kind for m in find_secrets(written)]
     injected = [r["id"] for r in rows if r["kind"] == "injection" and _core(r["text"]) in written]

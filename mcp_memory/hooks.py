@@ -34,7 +34,7 @@ from typing import IO, Any
 from mcp_memory.bridge import call_bridge, loggable
 from mcp_memory.config import Settings
 from mcp_memory.recall import format_recall
-from mcp_memory.search import SearchHit
+from mcp_memory.hits import SearchHit
 
 log = logging.getLogger(__name__)
 

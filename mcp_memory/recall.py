@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 
-from mcp_memory.search import SearchHit
+from mcp_memory.hits import SearchHit
 
 MIN_KEYWORD_COVERAGE = 0.3  # the chunk matches a good part of the query's keyword weight
 FRAMING = (

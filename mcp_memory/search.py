@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ import pyarrow as pa
 from mcp_memory.config import SearchSettings
 from mcp_memory.embedding import Embedder
 from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
+from mcp_memory.hits import SearchHit
 from mcp_memory.privacy import PrivacyRules
 
 KEYWORD_CONFIDENCE = True
@@ -40,30 +41,6 @@ MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token m
 
 class SearchError(ValueError):
     """A search request that cannot be answered as asked (bad filter values)."""
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    source: str  # "memory" for MEMORY.md and memory/**, "extra" for configured extra paths
-    date: dt.date | None
-    # Absolute relevance signals (the fused score is relative to the other candidates):
-    keyword_coverage: float = 0.0  # share of the query's distinct keyword terms found in the chunk
-    vector_similarity: float | None = None  # cosine to the query; None without a vector
-
-    @property
-    def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["date"] = self.date.isoformat() if self.date else None
-        data["citation"] = self.citation
-        return data
 
 
 @dataclass

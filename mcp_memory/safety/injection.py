@@ -528,6 +528,12 @@ _HIDDEN_CUE = re.compile(
     _HIDDEN_ORDER + r"|(?<![-:\w])(?:ignore|disregard)\s+(?:all|any|previous|prior|your|everything|the above|"
     r"the previous|the user|the instructions|instructions|what)\b|"
     r"\b(?:save|store|remember|memori[sz]e) (?:this|that|the following)\b|"
+    # Hidden text naming the one who answers ("note for the assistant:"), steering what a user is
+    # told ("tell the user to call ..."), or every answer ("... in every reply").
+    r"\b(?:for|to) (?:the |any |all |every )?(?:ai|assistant|model|llm|agent|chatbot|bot)s?\s*[:,]|"
+    r"\b(?:tell|remind|inform|ask|convince|persuade|urge|instruct|direct) (?:the user|users|them|everyone|anyone|"
+    r"people|the reader|readers|customers|the customer)\b|"
+    r"\b(?:in|into|to|with) (?:every|each|all|any|your) (?:answer|response|reply|message|output|completion)s?\b|"
     r"忽略|无视|無視|忽視|你必须|你必須|你要|你应该|你應該|请你|請你|务必|務必|あなたは|あなたが|"
     r"\b(?:tu dois|vous devez|du musst|du sollst|sie mussen|debes|tienes que)\b|"
     r"\b(?:ignorez?|ignoriere|ignora|ignoren)\s+(?:les|tes|vos|alle|deine|las|tus|todas|tutte)\b"
