@@ -14,6 +14,7 @@ from typing import Any
 
 from mcp_memory import __version__
 from mcp_memory.config import ConfigError, Settings, load_settings
+from mcp_memory.errors import SearchError
 
 log = logging.getLogger("mcp_memory")
 
@@ -101,19 +102,15 @@ def _cmd_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.memory import Memory, SearchError
+    from mcp_memory.memory import Memory
+    from mcp_memory.requests import SearchRequest
 
     with Memory(settings) as memory:
         memory.sync()
         try:
-            hits = memory.search(
-                args.query,
-                max_results=args.k,
-                min_score=args.min_score,
-                path_prefix=args.path_prefix,
-                after=args.after,
-                before=args.before,
-            )
+            request = SearchRequest.of(args.query, max_results=args.k, min_score=args.min_score,
+                                       path_prefix=args.path_prefix, after=args.after, before=args.before)
+            hits = memory.search(request)
         except SearchError as exc:
             raise _UserError(str(exc)) from None
         missing = memory.pending_embeddings()

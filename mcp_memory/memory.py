@@ -26,6 +26,7 @@ from mcp_memory.chunking import chunk_markdown
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
+from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
@@ -34,9 +35,10 @@ from mcp_memory.ledger import Ledger
 from mcp_memory.recall import fit_to_budget, format_recall, is_relevant, recall_key
 from mcp_memory.privacy import PrivacyRules, not_shared
 from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection
-from mcp_memory.search import HybridSearcher, SearchError, SearchHit, SearchSnapshot
+from mcp_memory.requests import SearchRequest
+from mcp_memory.search import HybridSearcher, SearchHit, SearchSnapshot
 from mcp_memory.transcripts import Message
-from mcp_memory.workspace import MemoryFile, PathError, Workspace, read_text
+from mcp_memory.workspace import MemoryFile, Workspace, read_text
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +59,6 @@ class FileLines:
     text: str
 
 
-class MemoryInputError(ValueError):
-    """A request the memory refuses as asked (empty text, no such line, ...)."""
 
 
 @dataclass(frozen=True)
@@ -244,33 +244,23 @@ class Memory:
         return report
 
     # ----- reading -------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        path_prefix: str | None = None,
-        after: dt.date | str | None = None,
-        before: dt.date | str | None = None,
-        today: dt.date | None = None,
-        include_private: bool = True,
-    ) -> list[SearchHit]:
-        """Ranked hits for ``query``; see ``search.py`` for how they are scored.
+    def search(self, request: SearchRequest | str, **options: Any) -> list[SearchHit]:
+        """Ranked hits for a ``SearchRequest`` (or a query and ``SearchRequest.of`` options).
 
-        ``include_private=False`` leaves out the files of ``privacy.private_paths``.
+        See ``search.py`` for how hits are scored. ``include_private=False`` leaves out the
+        files of ``privacy.private_paths``.
         """
+        if not isinstance(request, SearchRequest):
+            request = SearchRequest.of(request, **options)
         self.open()
-        if not isinstance(query, str):
-            raise SearchError("query must be a string")
         self._refresh_snapshot()
-        args = (query, max_results, min_score, path_prefix, _as_date(after, "after"), _as_date(before, "before"), today)
-        hidden = None if include_private else self.privacy
+        hidden = None if request.include_private else self.privacy
         try:
-            return self.searcher.search(*args, hidden=hidden)
+            return self.searcher.search(request, hidden=hidden)
         except EmbeddingError as exc:
             # The embedding endpoint is down: answer from keywords rather than fail.
             self._note_degraded(f"query embedding failed: {exc}")
-            return self.searcher.search(*args, use_vectors=False, hidden=hidden)
+            return self.searcher.search(request, use_vectors=False, hidden=hidden)
 
     def is_private(self, rel_path: str) -> bool:
         """True for files of ``privacy.private_paths``, which shared clients never see.
@@ -919,7 +909,7 @@ class Memory:
             chunks.extend(ch for ch in chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap) if ch.id in ids)
         searcher = HybridSearcher(keywords, None, self.settings.search)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
-        return searcher.search(prompt, max_results=max_results, min_score=min_score)
+        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score))
 
     def pending_embeddings(self) -> int:
         """Chunks whose vector is not computed yet (found by keywords only until then)."""
@@ -1022,14 +1012,3 @@ def _letters(text: str) -> str:
 
 def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def _as_date(value: dt.date | str | None, name: str) -> dt.date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise SearchError(f"{name} must be a date like 2026-11-26, got {value!r}") from None

@@ -32,15 +32,15 @@ import pyarrow as pa
 from mcp_memory.config import SearchSettings
 from mcp_memory.embedding import Embedder
 from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
+from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchHit
+from mcp_memory.requests import SearchRequest
 from mcp_memory.privacy import PrivacyRules
 
 KEYWORD_CONFIDENCE = True
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
 
-class SearchError(ValueError):
-    """A search request that cannot be answered as asked (bad filter values)."""
 
 
 @dataclass
@@ -134,27 +134,19 @@ class HybridSearcher:
     def set_snapshot(self, snapshot: SearchSnapshot) -> None:
         self.snapshot = snapshot
 
-    def search(
-        self,
-        query: str,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        path_prefix: str | None = None,
-        after: dt.date | None = None,
-        before: dt.date | None = None,
-        today: dt.date | None = None,
-        use_vectors: bool = True,
-        hidden: PrivacyRules | None = None,
-    ) -> list[SearchHit]:
+    def search(self, request: SearchRequest, use_vectors: bool = True,
+               hidden: PrivacyRules | None = None) -> list[SearchHit]:
+        """Ranked hits for ``request``; ``hidden``: files left out (a shared caller's private ones)."""
         s = self.settings
-        k = s.max_results if max_results is None else int(max_results)
+        k = s.max_results if request.max_results is None else int(request.max_results)
         if k < 1:
             raise SearchError("max_results must be at least 1")
         k = min(k, 1000)
-        threshold = s.min_score if min_score is None else float(min_score)
+        threshold = s.min_score if request.min_score is None else float(request.min_score)
+        path_prefix, after, before, today = request.path_prefix, request.after, request.before, request.today
         if after and before and after > before:
             raise SearchError(f"after ({after}) is later than before ({before})")
-        query = _clean_query(query)
+        query = _clean_query(request.query)
         snap = self.snapshot
         if not query.strip() or len(snap) == 0:
             return []

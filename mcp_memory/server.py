@@ -33,6 +33,8 @@ from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnn
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
+from mcp_memory.errors import SearchError
+from mcp_memory.requests import SearchRequest
 from mcp_memory.service import MemoryService
 from mcp_memory.tokens import usable
 
@@ -246,11 +248,10 @@ def create_server(settings: Settings, service: MemoryService | None = None, toke
         ctx: Context | None = None,
     ) -> SearchResult:
         """Search the memory (hybrid keyword + semantic). Each hit cites path#Lstart-Lend."""
-        from mcp_memory.memory import SearchError
-
         try:
-            hits = memory().search(query, max_results, min_score, path_prefix, after, before,
-                                   include_private=private_ok(ctx))
+            request = SearchRequest.of(query, max_results=max_results, min_score=min_score, path_prefix=path_prefix,
+                                       after=after, before=before, include_private=private_ok(ctx))
+            hits = memory().search(request)
         except SearchError as exc:
             raise ToolError(str(exc)) from None
         return SearchResult(results=[Hit(**h.to_dict()) for h in hits])

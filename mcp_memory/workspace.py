@@ -33,6 +33,10 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
+from mcp_memory.errors import PathError
+
+__all__ = ["MemoryFile", "PathError", "Workspace", "decode_memory_bytes", "file_date", "read_text"]
+
 log = logging.getLogger(__name__)
 
 _DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-_ ].*)?\.md$", re.IGNORECASE)
@@ -41,10 +45,6 @@ _BINARY_SHARE = 0.10  # a file whose first 8 KB are more than 10 % control bytes
 _CONTROL_BYTES = frozenset(range(0x00, 0x09)) | frozenset(range(0x0E, 0x20)) | {0x7F}
 # Characters that a memory file's text never shows: they read as U+FFFD (line breaks kept).
 _UNSHOWABLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-
-
-class PathError(ValueError):
-    """A path that is not a memory file of this workspace."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,50 @@
+"""``SearchRequest``: one search as asked, from the MCP tool, the command line or a hook down to the searcher.
+
+Every layer passes the same object instead of restating its parameters, so a new option
+(a search mode, a scope) is one field here and one place that reads it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+
+from mcp_memory.errors import SearchError
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    max_results: int | None = None  # None: the configured default
+    min_score: float | None = None  # None: the configured default
+    path_prefix: str | None = None  # only files whose workspace path starts with this
+    after: dt.date | None = None  # only daily files dated on or after this day
+    before: dt.date | None = None  # only daily files dated on or before this day
+    include_private: bool = True  # False: the files of privacy.private_paths are left out
+    today: dt.date | None = None  # the day recency is measured from (None: today)
+
+    @classmethod
+    def of(cls, query: str, *, max_results: int | None = None, min_score: float | None = None,
+           path_prefix: str | None = None, after: dt.date | str | None = None, before: dt.date | str | None = None,
+           include_private: bool = True, today: dt.date | None = None) -> "SearchRequest":
+        """A request from loosely typed input (dates as ``YYYY-MM-DD`` strings); ``SearchError`` if malformed."""
+        if not isinstance(query, str):
+            raise SearchError("query must be a string")
+        return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
+                   as_date(before, "before"), include_private, today)
+
+    def with_(self, **changes: object) -> "SearchRequest":
+        """A copy with some fields changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def as_date(value: dt.date | str | None, name: str) -> dt.date | None:
+    """``value`` as a date; "" and None are no date; ``SearchError`` names the field otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise SearchError(f"{name} must be a date like 2026-11-26, got {value!r}") from None
