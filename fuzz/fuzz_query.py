@@ -18,7 +18,8 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
+    from mcp_memory.analysis import keyword_tokens
+    from mcp_memory.index.keywords import KeywordIndex
 
 _NOTES = [
     ("a", "MEMORY.md", "The user prefers pnpm over npm and yarn.", None),

@@ -25,8 +25,7 @@ RETENTION_DAYS = 30
 
 class Ledger:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_shared(path)
+        self._conn = open_shared(path)  # creates the folder too
         self._conn.execute("CREATE TABLE IF NOT EXISTS captures (key TEXT PRIMARY KEY, at REAL)")
         self._conn.execute("CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, turn INTEGER, at REAL)")
         self._conn.execute(
@@ -93,3 +92,12 @@ class Ledger:
         with self._lock:
             for table in ("captures", "sessions", "recalls"):
                 self._conn.execute(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
+
+
+def clean_key(key: object) -> str | None:
+    """A session or idempotency key fit for the ledger: one line, bounded, valid UTF-8; None if empty.
+
+    JSON admits lone surrogates, SQLite does not.
+    """
+    text = " ".join(str(key or "").split())[:200].encode("utf-8", "replace").decode("utf-8")
+    return text or None

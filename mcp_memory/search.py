@@ -27,20 +27,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
+from mcp_memory.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.config import SearchSettings
 from mcp_memory.embedding import Embedder
-from mcp_memory.index.keywords import KeywordIndex, keyword_tokens
 from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchHit
-from mcp_memory.requests import SearchRequest
+from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.privacy import PrivacyRules
+from mcp_memory.requests import SearchRequest
 
-KEYWORD_CONFIDENCE = True
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
-
-
 
 
 @dataclass
@@ -69,7 +67,7 @@ class SearchSnapshot:
         return mask
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> "SearchSnapshot":
+    def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
         ids = table.column("id").to_pylist()
         if "vector" in table.column_names and table.num_rows:
             column = table.column("vector").combine_chunks()
@@ -100,7 +98,7 @@ class SearchSnapshot:
         )
 
     @classmethod
-    def from_chunks(cls, chunks: list[Any]) -> "SearchSnapshot":
+    def from_chunks(cls, chunks: list[Any]) -> SearchSnapshot:
         """A snapshot of a few chunks without vectors (keyword-only recall, no vector index opened)."""
         return cls.from_arrow(pa.table({
             "id": pa.array([c.id for c in chunks], pa.string()),
@@ -112,7 +110,7 @@ class SearchSnapshot:
         }))
 
     @classmethod
-    def empty(cls) -> "SearchSnapshot":
+    def empty(cls) -> SearchSnapshot:
         return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
                    {}, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, bool))
 
@@ -125,6 +123,7 @@ class HybridSearcher:
 
     def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings):
         self.keywords = keywords
+        self.analyzer = TermAnalyzer()
         self.embedder = embedder
         self.settings = settings
         self.snapshot = SearchSnapshot.empty()
@@ -181,7 +180,7 @@ class HybridSearcher:
         if s.mmr_enabled and len(ranked) > 1:
             pool_rows = ranked[: max(k * 3, 20)]
             ranked = _mmr(pool_rows, {row: self._row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
-        query_terms = set(self.keywords.query_terms(query))
+        query_terms = set(self.analyzer.query_terms(query))
         return [
             self._hit(snap, row, score, query,
                       len(query_terms & self._row_terms(snap, row)) / len(query_terms) if query_terms else 0.0,
@@ -192,7 +191,7 @@ class HybridSearcher:
     def _row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
         cached = snap.terms.get(row)
         if cached is None:
-            cached = snap.terms[row] = self.keywords.terms(snap.texts[row].as_py())
+            cached = snap.terms[row] = self.analyzer.terms(snap.texts[row].as_py())
         return cached
 
     # ----- candidates ----------------------------------------------------------------------
@@ -270,7 +269,7 @@ class HybridSearcher:
         total = wt + wv
         wt, wv = wt / total, wv / total
         nt, nv = _min_max(text), _min_max(vector)
-        if vector and KEYWORD_CONFIDENCE:
+        if vector:
             # When the best keyword match covers little of the query (only common words, or
             # an English query over Chinese notes), keyword ranks say little: scale them down.
             nt = {row: value * text_confidence for row, value in nt.items()}
@@ -346,14 +345,8 @@ def _mmr(ranked: list[tuple[int, float]], tokens: dict[int, frozenset[str]], lam
         closest.pop(best)
         chosen.append(picked)
         for i, (row, _) in enumerate(rest):
-            closest[i] = max(closest[i], _jaccard(tokens[row], tokens[picked[0]]))
+            closest[i] = max(closest[i], jaccard(tokens[row], tokens[picked[0]]))
     return chosen
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
 
 
 def _snippet(text: str, query: str, limit: int) -> str:

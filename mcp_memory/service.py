@@ -26,7 +26,7 @@ WATCH_DEBOUNCE_MS = 1500
 
 
 class MemoryService:
-    def __init__(self, settings: Settings, memory_factory: Callable[[Settings], "Memory"] | None = None,
+    def __init__(self, settings: Settings, memory_factory: Callable[[Settings], Memory] | None = None,
                  start_delay: float = 0.5, watch: bool = True):
         self.settings = settings
         self._factory = memory_factory
@@ -49,11 +49,19 @@ class MemoryService:
     def stop(self) -> None:
         self._stop.set()
 
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop, wait up to ``timeout`` for the background thread, and close the memory if it opened."""
+        self.stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._opened.is_set() and self._error is None and self._memory is not None:
+            self._memory.close()
+
     def on_change(self, listener: Callable[[set[str]], None]) -> None:
         """Call ``listener(paths)`` after a sync caused by file changes on disk."""
         self._listeners.append(listener)
 
-    def memory(self, timeout: float = OPEN_TIMEOUT) -> "Memory":
+    def memory(self, timeout: float = OPEN_TIMEOUT) -> Memory:
         """The open memory; starts it if needed and waits for it to open."""
         self.start()
         if not self._opened.wait(timeout):
@@ -62,10 +70,6 @@ class MemoryService:
             raise RuntimeError(f"the memory index could not be opened: {self._error}") from self._error
         assert self._memory is not None
         return self._memory
-
-    @property
-    def ready(self) -> bool:
-        return self._opened.is_set() and self._error is None
 
     # ----- the background thread -------------------------------------------------------------
     def _run(self) -> None:
@@ -90,13 +94,13 @@ class MemoryService:
         if self._watch:
             self._watch_files(memory)
 
-    def _backfill(self, memory: "Memory") -> None:
+    def _backfill(self, memory: Memory) -> None:
         try:
             memory.backfill(should_stop=self._stop.is_set)
         except Exception:
             log.exception("embedding in the background failed")
 
-    def _watch_files(self, memory: "Memory") -> None:
+    def _watch_files(self, memory: Memory) -> None:
         from watchfiles import watch
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO

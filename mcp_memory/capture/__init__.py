@@ -7,15 +7,41 @@ messages -> ``filters`` (recall blocks stripped, secrets, injections, code, chat
 
 from __future__ import annotations
 
+from mcp_memory.capture.base import Extractor
 from mcp_memory.capture.facts import CATEGORIES, Fact
 from mcp_memory.capture.filters import (
-    MEMORY_RUN_MARKER, Candidate, Skipped, check_fact, is_memory_run, select_candidates, strip_recall_blocks,
+    MEMORY_RUN_MARKER,
+    Candidate,
+    Skipped,
+    check_fact,
+    is_memory_run,
+    select_candidates,
+    strip_recall_blocks,
 )
-from mcp_memory.capture.llm import ChatModelExtractor, ExtractionError, FixedFacts, extraction_prompt, parse_facts
+from mcp_memory.capture.llm import (
+    ChatModelExtractor,
+    ExtractionError,
+    FixedFacts,
+    extraction_prompt,
+    parse_facts,
+)
 from mcp_memory.capture.rules import RuleExtractor
 
 __all__ = [
-    "CATEGORIES", "Candidate", "ChatModelExtractor", "ExtractionError", "Fact", "FixedFacts", "MEMORY_RUN_MARKER",
-    "RuleExtractor", "Skipped", "check_fact", "extraction_prompt", "is_memory_run", "parse_facts",
-    "select_candidates", "strip_recall_blocks",
+    "CATEGORIES",
+    "MEMORY_RUN_MARKER",
+    "Candidate",
+    "ChatModelExtractor",
+    "ExtractionError",
+    "Extractor",
+    "Fact",
+    "FixedFacts",
+    "RuleExtractor",
+    "Skipped",
+    "check_fact",
+    "extraction_prompt",
+    "is_memory_run",
+    "parse_facts",
+    "select_candidates",
+    "strip_recall_blocks",
 ]

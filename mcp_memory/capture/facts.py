@@ -32,7 +32,7 @@ def normalise_category(value: object) -> str:
 
 def with_date(text: str, today: dt.date) -> str:
     """One line, relative days made absolute, ending with the day it was learned."""
-    text = " ".join(text.split()).rstrip(" .。;;")
+    text = " ".join(text.split()).rstrip(" .。;;")  # noqa: B005 (a set of characters)
     text = absolute_dates(text, today)
     if _LEARNED.search(text):
         return text

@@ -14,12 +14,17 @@ import unicodedata
 from dataclasses import dataclass
 
 from mcp_memory.capture.facts import CATEGORIES, Fact
-from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection, redact_secrets
+from mcp_memory.safety import (
+    clean_memory_text,
+    find_secrets,
+    looks_like_injection,
+    redact_secrets,
+)
 from mcp_memory.transcripts import Message
 
 MEMORY_RUN_MARKER = ":memory-capture:"  # session keys of capture's own runs hold this
-_RECALL_BLOCK = re.compile(r"<relevant-memories\b[^>]*>.*?(?:</relevant-memories\s*>|\Z)", re.S | re.I)
-_FENCE = re.compile(r"^\s*(?:```|~~~)", re.M)
+_RECALL_BLOCK = re.compile(r"<relevant-memories\b[^>]*>.*?(?:</relevant-memories\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^\s*(?:```|~~~)", re.MULTILINE)
 _CODE_LINE = re.compile(
     r"^\s*(?:(?:def|class|import|from|function|const|let|var|return|public|private|fn|func|package|#include)\b"
     r"|[$>]\s+\S|.*[;{}]\s*$)"
@@ -27,12 +32,12 @@ _CODE_LINE = re.compile(
 _TAG = re.compile(
     r"</[A-Za-z][\w:-]*\s*>|<[A-Za-z][\w:-]*(?:\s+[\w:-]+\s*=\s*[\"'][^\"']*[\"'])+\s*/?>|<[A-Za-z][\w:-]*\s*/>"
     r"|<(?:html|body|head|div|span|p|br|hr|table|tr|td|ul|ol|li|img|script|style|iframe|svg|xml|\?xml)\b",
-    re.I,
+    re.IGNORECASE,
 )
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$", re.M)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
 _ACK_WORDS = frozenset(
-    "ok okay k kk cool great nice thanks thank thx ty you so much very perfect awesome amazing good "
+    "ok okay k kk cool great nice thanks thank thx ty you so much very perfect awesome amazing good "  # noqa: SIM905
     "sounds looks lgtm got it yes yeah yep yup no nope sure done fine alright right works worked that "
     "this lol haha hahaha wow please np cheers appreciated love it".split()
 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from mcp_memory.capture.base import Extractor
 from mcp_memory.capture.facts import Fact, with_date
 from mcp_memory.capture.filters import Candidate
 
@@ -32,27 +33,27 @@ _EN_EXPLICIT = re.compile(
     r"(?:please\s+)?(?:(?:always\s+)?remember|note|make a note|take note|keep in mind|don't forget|do not forget|"
     r"for (?:future )?reference|for the record|just so you know|heads up|fyi|btw|by the way|note to self|"
     r"save this|memori[sz]e)\b[\s,:;-]*(?:that\s+|this[:\s]+)?",
-    re.I,
+    re.IGNORECASE,
 )
-_EN_FILLER = re.compile(r"^(?:(?:oh|ok|okay|also|and|so|well|hey|hi|yeah|yes|no|btw|fyi)[,!:]?\s+)+", re.I)
+_EN_FILLER = re.compile(r"^(?:(?:oh|ok|okay|also|and|so|well|hey|hi|yeah|yes|no|btw|fyi)[,!:]?\s+)+", re.IGNORECASE)
 _EN_QUESTION_START = re.compile(
     r"^(?:what|how|why|when|where|which|who|whose|do you|does|did you|can you|could you|would you|will you|"
     r"should i|should we|is it|is there|are there|are you|have you|any idea|wondering)\b",
-    re.I,
+    re.IGNORECASE,
 )
-_EN_HYPOTHETICAL = re.compile(r"^(?:if|what if|suppose|supposing|imagine|assuming|hypothetically)\b|\bwould it be\b", re.I)
+_EN_HYPOTHETICAL = re.compile(r"^(?:if|what if|suppose|supposing|imagine|assuming|hypothetically)\b|\bwould it be\b", re.IGNORECASE)
 _EN_DURABLE = re.compile(
     r"\b(?:always|never|from now on|going forward|moving forward|from here on|in (?:the )?future|by default|"
     r"every time|whenever|all of our|all our|for all|each time|as a rule|no matter what|(?:don't|do not|never) ever|"
     r"every (?:day|weekday|week|month|morning|evening|night|sprint|release|year|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday))\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_TRANSIENT = re.compile(
     r"\b(?:right now|for now|at the moment|this time|just this once|this (?:one|file|function|pr|commit|branch|bug|"
     r"error|test|line|snippet|method|class|message|chat|session|step|part)|line \d+|today|tonight|this morning|"
     r"this afternoon|this evening|in a (?:minute|sec|second)|real quick)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_TASK = re.compile(
     r"^(?:(?:please|pls|can you|could you|would you|will you|go ahead and|let's|lets|now)\s+)*"
@@ -60,29 +61,29 @@ _EN_TASK = re.compile(
     r"give|make|help|open|close|merge|push|commit|deploy|install|test|debug|find|search|generate|build|review|"
     r"summari[sz]e|translate|try|start|stop|restart|continue|undo|revert|move|copy|paste|send|draft|list|print|"
     r"format|lint|bump|upgrade|downgrade|clean|set up|setup|investigate)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_MOMENT = re.compile(  # only about this exchange, whatever else the sentence says
-    r"\b(?:this (?:message|reply|answer|response|conversation|chat|time)|just this once|right now|for now)\b", re.I
+    r"\b(?:this (?:message|reply|answer|response|conversation|chat|time)|just this once|right now|for now)\b", re.IGNORECASE
 )
-_EN_REPORTED = re.compile(r"\b(?:swears|thinks|says|said|believes|claims|told me|reckons|argues|joked)\b", re.I)
+_EN_REPORTED = re.compile(r"\b(?:swears|thinks|says|said|believes|claims|told me|reckons|argues|joked)\b", re.IGNORECASE)
 _EN_STYLE = re.compile(
     r"^(?:please\s+)?(?:keep|be|write|answer|respond|reply|talk|explain|give)\b.{0,40}\b(?:short|concise|brief|minimal|"
     r"simple|terse|formal|casual|detailed|in (?:english|chinese|spanish|french|german|japanese|plain language))\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_RULE_MODAL = re.compile(
     r"^(?!you\b|u\b)[\w\s./'-]{2,60}?\b(?:must|should|must not|should not|shouldn't|mustn't|needs? to|has to|"
     r"have to)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_LOCATED = re.compile(
     r"\b(?:is|are|lives?|sits?|runs?|hosted|located|deployed|kept|stored)\s+(?:at|in|on)\s+"
     r"(?:https?://|[\w-]+\.[a-z]{2,}\b|[A-Z0-9])"
 )
-_EN_SCHEDULE = re.compile(r"\b(?:is|are|happens?|runs?|meets?)\s+(?:every|each|on)\s+\w+", re.I)
+_EN_SCHEDULE = re.compile(r"\b(?:is|are|happens?|runs?|meets?)\s+(?:every|each|on)\s+\w+", re.IGNORECASE)
 _EN_LEAD = re.compile(r"(?i)^(from now on|going forward|moving forward|from here on|in (?:the )?future|by default)[,:]?\s+")
-_EN_REMINDER = re.compile(r"^to\s+\w+", re.I)  # "remember to close the PR": a to-do, not a fact
+_EN_REMINDER = re.compile(r"^to\s+\w+", re.IGNORECASE)  # "remember to close the PR": a to-do, not a fact
 _EN_PREFERENCE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+|strongly\s+|much\s+|generally\s+|usually\s+|definitely\s+|always\s+|still\s+|do\s+)?"
     r"(?:prefer|like|love|hate|dislike|enjoy|can't stand|cannot stand|favou?r|loathe|despise|avoid)\b"
@@ -92,12 +93,12 @@ _EN_PREFERENCE = re.compile(
     r"|\b(?:i|we)\s+(?:always|never|usually|only|mostly)\s+(?:use|write|code|work|run|deploy|go with|pick|choose|"
     r"test|format|commit|review|ship|name|indent|drink|eat|read|take|book|fly|wear|sleep|wake)\b"
     r"|\bi(?:'m| am) not a fan of\b|\bi(?:'m| am) a (?:big )?fan of\b|^(?:please\s+)?prefer\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_IMPERATIVE_RULE = re.compile(
     r"^(?:(?:please|pls)\s+)?(?:always|never|don't|do not|don't ever|do not ever|stop|avoid|prefer|only|use|"
     r"make sure|be sure|ensure|keep|no more)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_DECISION = re.compile(
     r"\b(?:we|i|the team|team)\s*(?:have\s+|'ve\s+|just\s+|finally\s+|officially\s+)*"
@@ -108,20 +109,20 @@ _EN_DECISION = re.compile(
     r"'re sticking with|stick with)\b"
     r"|\blet's (?:go with|use|stick with|standardi[sz]e on|switch to|adopt)\b"
     r"|\b(?:the )?decision (?:is|was)\b|\bwe're going to use\b|\bwe are going to use\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_CONVENTION = re.compile(
     r"^(?:all|every|each|any)\s+(?:of\s+)?(?:our\s+|the\s+)?[\w./-]+(?:\s+[\w./-]+){0,3}\s+"
     r"(?:use|uses|must|should|go|goes|live|lives|start|starts|are|is|need|needs|get|gets|follow|follows|have|has)\b"
     r"|\bwe (?:always|never|don't|do not|only)\b|\b(?:must|should) (?:always|never)\b"
     r"|\b(?:our|the)\s+(?:convention|rule|policy|standard|style guide)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_ENTITY = re.compile(
     r"\b(?:my|our)\s+(?:[\w'./-]+\s+){0,2}(?:is|are|was|lives|sits|runs|goes)\b"
     r"|\bcall me\b|\bi(?:'m| am) (?:called|named)\b"
     r"|\b[A-Z][\w-]+'s (?:email|phone|number|birthday|address|handle|username|role|title) is\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_FACT = re.compile(
     r"\b(?:i|we)\s+(?:live|work|am based|'m based|are based|'re based|moved|grew up|study|studied|teach)\b"
@@ -132,16 +133,16 @@ _EN_FACT = re.compile(
     r"production|staging|ci|cluster|company|startup|product)\b.*\b(?:is|are|uses|runs|lives|is on|is hosted|"
     r"deploys|targets)\b"
     r"|\bmy (?:timezone|time zone|birthday|email|name|role|title|pronouns)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_CORRECTION = re.compile(
     r"^(?:actually|correction|to clarify|i was wrong|sorry,? i meant|i meant|update|small correction)\b[\s,:;-]*",
-    re.I,
+    re.IGNORECASE,
 )
 _EN_VAGUE_OBJECT = re.compile(
     r"\b(?:prefer|like|love|hate|dislike|enjoy)\s+(?:it|this|that|these|those|them|the (?:first|second|last) one)\b"
     r"(?!\s+\w+\s+\w+)",
-    re.I,
+    re.IGNORECASE,
 )
 
 # ----- Chinese -------------------------------------------------------------------------------
@@ -199,12 +200,12 @@ _ZH_VAGUE_OBJECT = re.compile(r"(?:喜欢|讨厌|偏好)(?:这个|那个|这样|
 _EN_SUBJECTS = [
     (re.compile(r"\bI'm\b"), "the user is"), (re.compile(r"\bI am\b"), "the user is"),
     (re.compile(r"\bI've\b"), "the user has"), (re.compile(r"\bI'd\b"), "the user would"),
-    (re.compile(r"\bI'll\b"), "the user will"), (re.compile(r"\bwe're\b", re.I), "the team is"),
-    (re.compile(r"\bwe are\b", re.I), "the team is"), (re.compile(r"\bwe've\b", re.I), "the team has"),
-    (re.compile(r"\bwe'll\b", re.I), "the team will"), (re.compile(r"\bwe'd\b", re.I), "the team would"),
-    (re.compile(r"\bmyself\b", re.I), "themselves"), (re.compile(r"\bmine\b", re.I), "the user's"),
-    (re.compile(r"\bmy\b", re.I), "the user's"), (re.compile(r"\bour\b", re.I), "the team's"),
-    (re.compile(r"\bours\b", re.I), "the team's"), (re.compile(r"\bus\b"), "the team"),
+    (re.compile(r"\bI'll\b"), "the user will"), (re.compile(r"\bwe're\b", re.IGNORECASE), "the team is"),
+    (re.compile(r"\bwe are\b", re.IGNORECASE), "the team is"), (re.compile(r"\bwe've\b", re.IGNORECASE), "the team has"),
+    (re.compile(r"\bwe'll\b", re.IGNORECASE), "the team will"), (re.compile(r"\bwe'd\b", re.IGNORECASE), "the team would"),
+    (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"), (re.compile(r"\bmine\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"), (re.compile(r"\bour\b", re.IGNORECASE), "the team's"),
+    (re.compile(r"\bours\b", re.IGNORECASE), "the team's"), (re.compile(r"\bus\b"), "the team"),
 ]
 _EN_SPELLING = [
     (re.compile(r"\bi\b"), "I"), (re.compile(r"(?i)\bim\b"), "I'm"), (re.compile(r"(?i)\bive\b"), "I've"),
@@ -214,18 +215,18 @@ _EN_SPELLING = [
     (re.compile(r"(?i)\bpls\b|\bplz\b"), "please"), (re.compile(r"[’‘]"), "'"),
 ]
 _ADVERBS = frozenset(
-    "always never usually really also just only often mostly generally still strongly much actually typically "
+    "always never usually really also just only often mostly generally still strongly much actually typically "  # noqa: SIM905
     "normally sometimes rarely definitely absolutely totally kinda basically primarily mainly now".split()
 )
 _NO_S = frozenset(
-    "can can't cannot will won't would wouldn't should shouldn't must may might could couldn't shall did didn't "
+    "can can't cannot will won't would wouldn't should shouldn't must may might could couldn't shall did didn't "  # noqa: SIM905
     "was wasn't is isn't does doesn't has hasn't had hadn't".split()
 )
 _IRREGULAR = {"have": "has", "do": "does", "don't": "doesn't", "are": "is", "am": "is", "were": "was", "go": "goes",
               "aren't": "isn't", "haven't": "hasn't"}
 
 
-class RuleExtractor:
+class RuleExtractor(Extractor):
     """Durable statements by pattern; no model, no network, same answer every time."""
 
     name = "rules"
@@ -266,7 +267,7 @@ def _extract_english(sentence: str, today: dt.date) -> Fact | None:
         text = text[explicit.end():].strip(" ,:;-")
         if _EN_REMINDER.match(text) and not _EN_DURABLE.search(text):
             return None  # "remember to close the PR": a to-do
-        text = re.sub(r"^to\s+", "", text, flags=re.I) if _EN_DURABLE.search(text) else text
+        text = re.sub(r"^to\s+", "", text, flags=re.IGNORECASE) if _EN_DURABLE.search(text) else text
     text = _EN_FILLER.sub("", _drop_preamble(text))
     correction = _EN_CORRECTION.match(text)
     if correction:
@@ -287,7 +288,7 @@ def _extract_english(sentence: str, today: dt.date) -> Fact | None:
     elif _EN_PREFERENCE.search(text) or _EN_STYLE.match(text) or (_EN_IMPERATIVE_RULE.match(text) and (durable or explicit)):
         category = "preference"
     elif _EN_CONVENTION.search(text) or _EN_RULE_MODAL.match(text):
-        category = "decision" if re.search(r"\bwe\b", text, re.I) else "fact"
+        category = "decision" if re.search(r"\bwe\b", text, re.IGNORECASE) else "fact"
     elif _EN_ENTITY.search(text):
         category = "entity"
     elif _EN_FACT.search(text) or _EN_LOCATED.search(text) or _EN_SCHEDULE.search(text):
@@ -304,7 +305,7 @@ def _extract_english(sentence: str, today: dt.date) -> Fact | None:
 def _durable_rule(text: str) -> bool:
     """A standing rule ("dates are always ISO 8601", "from now on write ..."), not a habit ("I always forget")."""
     match = _EN_DURABLE.search(text)
-    return bool(match) and not re.search(r"(?i)\bI\s+$", text[: match.start()])
+    return match is not None and not re.search(r"(?i)\bI\s+$", text[: match.start()])
 
 
 def _normalise_english(text: str) -> str:
@@ -385,8 +386,8 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
     text = sentence.strip()
     explicit = _ZH_EXPLICIT.match(text)
     if explicit and explicit.end() > 0:
-        text = text[explicit.end():].strip(" ,,::")
-        if explicit.group(0).rstrip(" ,,::").endswith("记得") and _ZH_REMINDER.match(text) and not _ZH_DURABLE.search(text):
+        text = text[explicit.end():].strip(" ,,::")  # noqa: B005 (a set of characters)
+        if explicit.group(0).rstrip(" ,,::").endswith("记得") and _ZH_REMINDER.match(text) and not _ZH_DURABLE.search(text):  # noqa: B005
             return None  # "记得提交 PR": a to-do
     else:
         explicit = None
@@ -411,9 +412,7 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
         category = "preference"
     elif _ZH_ENTITY.search(text):
         category = "entity"
-    elif _ZH_FACT.search(text) or _ZH_CONVENTION.search(text):
-        category = "fact"
-    elif explicit or correction:
+    elif _ZH_FACT.search(text) or _ZH_CONVENTION.search(text) or explicit or correction:
         category = "fact"
     if category is None:
         return None
@@ -423,7 +422,7 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
 
 
 def _third_person_zh(text: str) -> str:
-    text = text.strip().rstrip("。!!;;")
+    text = text.strip().rstrip("。!!;;")  # noqa: B005 (a set of characters)
     if "我" not in text and re.match(r"^(?:以后|今后|往后|永远|总是|始终|一律|统一|每次|默认|别|不要|请|从现在)", text):
         return "用户要求:" + text
     text = text.replace("我们的", "团队的").replace("我们", "团队").replace("我的", "用户的").replace("我", "用户")

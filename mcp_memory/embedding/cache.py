@@ -3,17 +3,31 @@
 Unchanged chunks are never embedded twice, also across full index rebuilds (the cache lives
 beside the index and survives a fingerprint change). SQLite in WAL mode lets every process
 of the workspace read and add entries at once.
+
+``embed_through_cache`` is the one way to embed texts through the cache: chunks (the
+backfill) and memory lines (duplicate checks) both use it. A line is keyed as
+``"line\n" + text``, so it never shares an entry with a chunk of the same text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from mcp_memory.embedding.base import Embedder
 from mcp_memory.sqlite import open_shared
+
+EmbedKind = Literal["chunk", "line"]
+# Per kind: what goes before the text in its key, and whether the texts the cache lacks are
+# embedded in key order (lines) or in the order given (chunks). Changing a prefix would
+# orphan every cached vector of that kind.
+_KEY_PREFIX: dict[str, str] = {"chunk": "", "line": "line\n"}
+_EMBED_IN_KEY_ORDER: dict[str, bool] = {"chunk": False, "line": True}
 
 
 def cache_key(provider: str, model: str, dimensions: int, text: str) -> str:
@@ -21,10 +35,34 @@ def cache_key(provider: str, model: str, dimensions: int, text: str) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def text_key(embedder: Embedder, text: str, kind: EmbedKind = "chunk") -> str:
+    """The cache key of ``text`` embedded by ``embedder`` as a ``kind``."""
+    return cache_key(embedder.provider, embedder.model, embedder.dimensions, _KEY_PREFIX[kind] + text)
+
+
+def embed_through_cache(embedder: Embedder, cache: EmbeddingCache, texts: Sequence[str],
+                        kind: EmbedKind = "chunk") -> np.ndarray:
+    """Vectors of ``texts``, shape (len(texts), dimensions): cached ones read, the others
+    embedded in one ``embed_documents`` call and added to the cache.
+
+    Raises what the embedder raises (``EmbeddingError``); nothing is cached then.
+    """
+    keys = [text_key(embedder, text, kind) for text in texts]
+    found = cache.get_many(list(dict.fromkeys(keys)))
+    missing = [i for i, key in enumerate(keys) if key not in found]
+    if _EMBED_IN_KEY_ORDER[kind]:
+        missing.sort(key=lambda i: keys[i])
+    if missing:
+        fresh = embedder.embed_documents([texts[i] for i in missing])
+        new = {keys[i]: fresh[j] for j, i in enumerate(missing)}
+        cache.put_many(new)
+        found.update(new)
+    return np.stack([found[key] for key in keys])
+
+
 class EmbeddingCache:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_shared(path)
+        self._conn = open_shared(path)  # creates the folder too
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, dims INTEGER, vector BLOB)"

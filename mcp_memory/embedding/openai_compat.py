@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -121,7 +121,7 @@ class OpenAIEmbedder(Embedder):
             # Some servers omit ``index``; their list order is then the only order there is.
             ordered = items
         elif sorted(i for i in indices if isinstance(i, int)) == list(range(expected)):
-            ordered = [item for _, item in sorted(zip(indices, items), key=lambda pair: pair[0])]
+            ordered = [item for _, item in sorted(zip(indices, items), key=lambda pair: cast(int, pair[0]))]
         else:
             raise EmbeddingError(f"embedding endpoint {self._where} returned inconsistent indices {indices}")
 

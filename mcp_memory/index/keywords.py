@@ -1,14 +1,12 @@
 """The keyword (BM25) index in Tantivy, with CJK-aware tokens and queries that cannot fail.
 
-Text is split by ``keyword_tokens`` before Tantivy sees it: words of letters and digits, and
-for CJK runs (Han, kana, Hangul) every character plus every adjacent pair. Character
-bigrams are the classic strong baseline for Chinese retrieval and need no dictionary, so a
-whole Chinese sentence never becomes one token. Tantivy then lowercases and applies the
-English Snowball stemmer.
+Text is split by ``analysis.keyword_tokens`` before Tantivy sees it (words, plus CJK
+characters and character bigrams); Tantivy then lowercases and applies the English Snowball
+stemmer (``analysis.build_analyzer``, registered on every open).
 
-Queries are built from the same tokens as a boolean OR of term queries. User text never
-reaches Tantivy's query parser, so quotes, parentheses, ``AND`` or ``field:`` in a query are
-just words, never a syntax error.
+Queries are built from ``analysis.TermAnalyzer.query_terms`` as a boolean OR of term queries.
+User text never reaches Tantivy's query parser, so quotes, parentheses, ``AND`` or ``field:``
+in a query are just words, never a syntax error.
 
 Tantivy allows a single writer per index across all processes; callers hold the
 workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
@@ -29,49 +27,12 @@ from pathlib import Path
 
 import tantivy
 
+from mcp_memory.analysis import TermAnalyzer, build_analyzer, keyword_tokens
+
 log = logging.getLogger(__name__)
 
 _TOKENIZER_NAME = "mcp_memory_text"
 _LAYOUT = "2"  # bump when the schema or the tokens change; an index of another layout is rebuilt
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-_WORD = re.compile(r"[^\W_]+")
-MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
-
-# Function words dropped from queries (not from the index): "what did we decide" should match
-# on "decide", not on every note that says "we". A query of only such words keeps them.
-QUERY_STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just let me more
-most my myself no nor not now of off on once only or other our ours ourselves out over own same
-shall she should so some such than that the their theirs them themselves then there these they
-this those through to too under until up very was we were what when where which while who whom
-why will with would you your yours yourself yourselves
-""".split())
-
-
-def keyword_tokens(text: str) -> list[str]:
-    """Split text into index tokens: words, plus CJK characters and character bigrams."""
-    tokens: list[str] = []
-    position = 0
-    for match in _CJK_RUN.finditer(text):
-        tokens.extend(_WORD.findall(text[position : match.start()]))
-        run = match.group(0)
-        tokens.extend(run)
-        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        position = match.end()
-    tokens.extend(_WORD.findall(text[position:]))
-    return tokens
-
-
-def _analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.remove_long(64))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
 
 
 def _schema() -> tantivy.Schema:
@@ -112,7 +73,7 @@ class KeywordIndex:
         if not layout.exists():
             layout.write_text(_LAYOUT)
         self._schema = _schema()
-        self._analyzer = _analyzer()
+        self._terms = TermAnalyzer()
         try:
             self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
         except ValueError as exc:
@@ -124,11 +85,11 @@ class KeywordIndex:
             layout.write_text(_LAYOUT)
             self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
         # Custom tokenizers are not persisted: register on every open, before any read or write.
-        self._index.register_tokenizer(_TOKENIZER_NAME, _analyzer())
+        self._index.register_tokenizer(_TOKENIZER_NAME, build_analyzer())
 
     # ----- writing (caller holds the workspace write lock) ---------------------------------
     @contextmanager
-    def writer(self) -> Iterator["_KeywordWriter"]:
+    def writer(self) -> Iterator[_KeywordWriter]:
         """One short write transaction: changes are committed at the end, or dropped on error."""
         writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         try:
@@ -176,30 +137,6 @@ class KeywordIndex:
     def count(self) -> int:
         return int(self._index.searcher().num_docs)
 
-    def query_terms(self, text: str) -> list[str]:
-        """The distinct analysed terms a query searches for, at most MAX_QUERY_TERMS."""
-        terms: list[str] = []
-        seen: set[str] = set()
-        tokens = keyword_tokens(text)
-        content = [t for t in tokens if t.lower() not in QUERY_STOPWORDS]
-        tokens = content or tokens
-        for start in range(0, len(tokens), 512):
-            for term in self._analyzer.analyze(" ".join(tokens[start : start + 512])):
-                if term not in seen:
-                    seen.add(term)
-                    terms.append(term)
-                    if len(terms) >= MAX_QUERY_TERMS:
-                        return terms
-        return terms
-
-    def terms(self, text: str) -> frozenset[str]:
-        """The analysed terms of a text, as the index holds them."""
-        tokens = keyword_tokens(text)
-        out: set[str] = set()
-        for start in range(0, len(tokens), 512):
-            out.update(self._analyzer.analyze(" ".join(tokens[start : start + 512])))
-        return frozenset(out)
-
     def search(
         self,
         text: str,
@@ -212,7 +149,7 @@ class KeywordIndex:
 
         Filters are part of the query, so a match ranked low overall is still found.
         """
-        terms = self.query_terms(text)
+        terms = self._terms.query_terms(text)
         if not terms or limit <= 0:
             return KeywordResult([], 0.0)
         query = tantivy.Query.boolean_query(

@@ -27,8 +27,7 @@ class FileState:
 
 class IndexState:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_shared(path)
+        self._conn = open_shared(path)  # creates the folder too
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER,"
             " hash TEXT, chunks INTEGER)"

@@ -40,11 +40,17 @@ from filelock import FileLock, Timeout
 from mcp_memory.chunking import Chunk, chunk_markdown
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder
-from mcp_memory.embedding.cache import EmbeddingCache, cache_key
+from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache, text_key
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
-from mcp_memory.workspace import MAX_FILE_BYTES, MemoryFile, PathError, Workspace, decode_memory_bytes
+from mcp_memory.workspace import (
+    MAX_FILE_BYTES,
+    MemoryFile,
+    PathError,
+    Workspace,
+    decode_memory_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +154,7 @@ class Indexer:
             done += len(batch) + len(batch_removed)
             if progress:
                 progress("files", done, total)
-        self.state.set("last_sync", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        self.state.set("last_sync", dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         report.seconds = time.monotonic() - started
         if report.touched:
             log.info(
@@ -303,14 +309,9 @@ class Indexer:
     def _cached_vectors(self, chunks: list[Chunk]) -> dict[str, np.ndarray]:
         if self.embedder is None or not chunks:
             return {}
-        keys = {c.id: self._cache_key(c.index_text) for c in chunks}
+        keys = {c.id: text_key(self.embedder, c.index_text) for c in chunks}
         found = self.cache.get_many(list(set(keys.values())))
         return {cid: found[key] for cid, key in keys.items() if key in found}
-
-    def _cache_key(self, text: str) -> str:
-        e = self.embedder
-        assert e is not None
-        return cache_key(e.provider, e.model, e.dimensions, text)
 
     # ----- phase 2 -------------------------------------------------------------------------
     def backfill(
@@ -350,16 +351,7 @@ class Indexer:
             rows = self.vectors.rows_missing_vectors(batch_size)
             if rows.num_rows == 0:
                 break
-            texts = rows.column("index_text").to_pylist()
-            keys = [self._cache_key(t) for t in texts]
-            cached = self.cache.get_many(keys)
-            missing = [i for i, k in enumerate(keys) if k not in cached]
-            if missing:
-                fresh = self.embedder.embed_documents([texts[i] for i in missing])
-                new_entries = {keys[i]: fresh[j] for j, i in enumerate(missing)}
-                self.cache.put_many(new_entries)
-                cached.update(new_entries)
-            vectors = np.stack([cached[k] for k in keys])
+            vectors = embed_through_cache(self.embedder, self.cache, rows.column("index_text").to_pylist())
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
                 self.state.bump_generation()

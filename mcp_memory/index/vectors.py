@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from mcp_memory.chunking import Chunk
 
@@ -139,7 +139,7 @@ class VectorStore:
             self._table.optimize(cleanup_older_than=VERSION_RETENTION)
             self._compacted_at = self.version
             return True
-        except Exception as exc:  # compaction is an optimisation, never a reason to fail a write
+        except Exception as exc:  # noqa: BLE001 - compaction is an optimisation, never a reason to fail a write
             log.warning("LanceDB compaction failed: %s", exc)
             return False
 
@@ -185,7 +185,7 @@ class VectorStore:
     def _reading(self, read: Any) -> Any:
         try:
             return read()
-        except Exception as exc:  # LanceDB raises RuntimeError("lance error: Not found: ...")
+        except Exception as exc:  # noqa: BLE001 - LanceDB raises RuntimeError("lance error: Not found: ...")
             log.info("reading the chunk table failed (%s): retrying on the newest version", exc)
             self.refresh()
             return read()

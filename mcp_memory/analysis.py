@@ -1,0 +1,111 @@
+"""Text analysis shared by the keyword index, search, recall, MMR and duplicate checks.
+
+* ``keyword_tokens``: words of letters and digits, and for CJK runs (Han, kana, Hangul)
+  every character plus every adjacent pair. Character bigrams are the classic strong
+  baseline for Chinese retrieval and need no dictionary, so a whole Chinese sentence never
+  becomes one token.
+* ``TermAnalyzer``: those tokens lowercased, cut at 64 characters and stemmed by the English
+  Snowball stemmer, as the keyword index holds them (``build_analyzer`` is the same pipeline,
+  registered with Tantivy). ``query_terms`` also drops ``QUERY_STOPWORDS`` and stops at
+  ``MAX_QUERY_TERMS``.
+* ``jaccard``: the overlap of two sets of tokens or terms (MMR, duplicate checks).
+
+Importing this module is cheap: Tantivy is imported when the first analyzer is built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tantivy
+
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+_WORD = re.compile(r"[^\W_]+")
+_ANALYZE_TOKENS = 512  # tokens handed to the analyzer at a time
+MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
+
+# Function words dropped from queries (not from the index): "what did we decide" should match
+# on "decide", not on every note that says "we". A query of only such words keeps them.
+_STOPWORD_TEXT = """
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just let me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same
+shall she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who whom
+why will with would you your yours yourself yourselves
+"""
+QUERY_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def keyword_tokens(text: str) -> list[str]:
+    """Split text into index tokens: words, plus CJK characters and character bigrams."""
+    tokens: list[str] = []
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        tokens.extend(_WORD.findall(text[position : match.start()]))
+        run = match.group(0)
+        tokens.extend(run)
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        position = match.end()
+    tokens.extend(_WORD.findall(text[position:]))
+    return tokens
+
+
+def query_tokens(text: str) -> list[str]:
+    """The tokens of a query without its stop words (all of them when nothing else is left)."""
+    tokens = keyword_tokens(text)
+    content = [t for t in tokens if t.lower() not in QUERY_STOPWORDS]
+    return content or tokens
+
+
+def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
+    """|a ∩ b| / |a ∪ b|, and 0.0 when either set is empty."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def build_analyzer() -> tantivy.TextAnalyzer:
+    """Tantivy's pipeline over ``keyword_tokens`` joined by spaces: lowercase, length cap, stemmer."""
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.remove_long(64))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+class TermAnalyzer:
+    """Analysed terms of texts and queries, exactly as the keyword index holds and searches them."""
+
+    def __init__(self) -> None:
+        self._analyzer = build_analyzer()
+
+    def query_terms(self, text: str) -> list[str]:
+        """The distinct analysed terms a query searches for, in order, at most MAX_QUERY_TERMS."""
+        terms: list[str] = []
+        seen: set[str] = set()
+        tokens = query_tokens(text)
+        for start in range(0, len(tokens), _ANALYZE_TOKENS):
+            for term in self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])):
+                if term not in seen:
+                    seen.add(term)
+                    terms.append(term)
+                    if len(terms) >= MAX_QUERY_TERMS:
+                        return terms
+        return terms
+
+    def terms(self, text: str) -> frozenset[str]:
+        """The analysed terms of a text, as the index holds them."""
+        tokens = keyword_tokens(text)
+        out: set[str] = set()
+        for start in range(0, len(tokens), _ANALYZE_TOKENS):
+            out.update(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
+        return frozenset(out)
