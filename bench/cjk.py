@@ -103,12 +103,12 @@ def main() -> None:
             settings = load_settings(root, overrides={"embedding.provider": provider}, environ={})
             with Memory(settings) as memory:
                 memory.index()
-                embedder = memory.searcher.embedder
+                embedder = memory.engine.searcher.embedder
                 for mode in ("hybrid", "bm25", "vector"):
                     memory.settings.search.text_weight, memory.settings.search.vector_weight = 0.5, 0.5
-                    memory.searcher.embedder = embedder
+                    memory.engine.searcher.embedder = embedder
                     if mode == "bm25":
-                        memory.searcher.embedder = None
+                        memory.engine.searcher.embedder = None
                     elif mode == "vector":
                         memory.settings.search.text_weight = 0.0
                     key = "bm25" if mode == "bm25" else f"{provider} {mode}"

@@ -165,13 +165,13 @@ def _distinct_paths(hits: list) -> list[str]:
 def apply_variant(memory: Memory, variant: str, default_embedder: object) -> None:
     """Modes and setting tweaks: hybrid, bm25, vector, decay=off, mmr=off, weights=0.3/0.7, ..."""
     s = memory.settings.search
-    memory.searcher.embedder = default_embedder
+    memory.engine.searcher.embedder = default_embedder
     for part in variant.split(","):
         key, _, value = part.partition("=")
         if key == "hybrid":
             continue
         if key == "bm25":
-            memory.searcher.embedder = None
+            memory.engine.searcher.embedder = None
         elif key == "vector":
             s.text_weight, s.vector_weight = 0.0, 1.0
         elif key == "decay":
@@ -223,7 +223,7 @@ def main() -> None:
           f"embedded now {embedded}, index total {index_s:.1f}s, questions {len(questions)}", file=sys.stderr)
 
     today = dt.date.fromisoformat(args.today) if args.today else dt.date.today()
-    baseline = (memory.settings.search.__dict__.copy(), memory.searcher.embedder)
+    baseline = (memory.settings.search.__dict__.copy(), memory.engine.searcher.embedder)
     results = {"chunks": status["chunks"], "files": status["files"], "embedder": status["embedder"],
                "index_seconds": round(index_s, 1), "embedded_now": embedded, "today": today.isoformat(),
                "questions": len(questions), "variants": {}}

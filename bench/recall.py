@@ -98,9 +98,9 @@ def run(embedder: str, cases: dict, floors: list[float], coverages: list[float])
         settings = load_settings(workspace, overrides={"embedding.provider": embedder})
         with Memory(settings) as memory:
             memory.index()
-            out["default_floor"] = memory.relevance_floor()
+            out["default_floor"] = memory.engine.relevance_floor()
             hits = {p["id"]: memory.search(p["text"], max_results=10, min_score=0.0) for p in prompts}
-            keyword_hits = {p["id"]: memory._keyword_hits(p["text"], 10, 0.0) for p in prompts}
+            keyword_hits = {p["id"]: memory.recaller._keyword_hits(p["text"], 10, 0.0) for p in prompts}
             out["keywords_only"] = score(prompts, memories, keyword_hits, None, 0.3, langs)
             out["ungated"] = score(prompts, memories, hits, -1.0, 0.3, langs)
             out["sweep"] = {}

@@ -456,10 +456,10 @@ def measure_breakdown(memory: Any, queries: list[str]) -> dict[str, Any]:
         memory.search(q)
         cached_s.append(time.perf_counter() - t0)
     embed_s = []
-    if memory.embedder is not None:
+    if memory.engine.embedder is not None:
         for q in queries:
             t0 = time.perf_counter()
-            memory.embedder.embed_query(q)
+            memory.engine.embedder.embed_query(q)
             embed_s.append(time.perf_counter() - t0)
     return {"search_query_vector_cached": ms_stats(cached_s), "embed_query": ms_stats(embed_s) if embed_s else None}
 

@@ -394,7 +394,7 @@ def measure_search(n: int, root: Path, data_path: Path, embedder: Any, queries: 
     # Interleaved per query, so a change in the machine's load hits every figure alike.
     timings: dict[str, list[float]] = {"search": [], "search_vector_cached": [], "embed_query": [], "bm25_search": []}
     hits = 0
-    searcher = memory.searcher
+    searcher = memory.engine.searcher
     for q in queries:
         started = time.perf_counter()
         hits += len(memory.search(q))

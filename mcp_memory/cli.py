@@ -255,88 +255,20 @@ def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout)
 
 
-def _is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and localhost; anything else (an empty host means every address) is not."""
-    import ipaddress
-
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    import os
+    # Lazy, as for every command: the server imports the MCP SDK (about a second) that others never need.
+    from mcp_memory.server.serve import ServeError, ServeOptions, serve
 
-    from mcp_memory.allocators import tune_for_long_running
-
-    tune_for_long_running()
-    from mcp_memory.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
-
+    options = ServeOptions(
+        transport=args.transport, host=args.host, port=args.port, token=args.token,
+        read_only_tokens=args.read_only_token, shared_tokens=args.shared_token, shared=args.shared,
+        max_request_bytes=args.max_request_bytes, allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin, bridge=not args.no_bridge,
+    )
     try:
-        full = (tokens_from_flags([args.token] if args.token is not None else None, "--token")
-                or tokens_from_env(os.environ, "MCP_MEMORY_TOKEN")[:1])
-        read_only = (tokens_from_flags(args.read_only_token, "--read-only-token")
-                     or tokens_from_env(os.environ, "MCP_MEMORY_READ_ONLY_TOKEN"))
-        shared_tokens = (tokens_from_flags(args.shared_token, "--shared-token")
-                         or tokens_from_env(os.environ, "MCP_MEMORY_SHARED_TOKEN"))
-    except TokenError as exc:
+        serve(settings, options)
+    except ServeError as exc:
         raise _UserError(str(exc)) from None
-    token = full[0] if full else None
-    network = args.transport != "stdio"
-    if network and not _is_loopback(args.host) and not (token or read_only or shared_tokens):
-        raise _UserError(
-            f"refusing to listen on {args.host or 'every address'} without a token: pass --token or set "
-            "MCP_MEMORY_TOKEN (only loopback addresses may be served without one)"
-        )
-    if network and any(is_short(t) for t in [*full, *read_only, *shared_tokens]):
-        log.warning("a token shorter than 16 characters can be guessed: prefer `python -c "
-                    "'import secrets; print(secrets.token_urlsafe(32))'`")
-    if args.max_request_bytes < 1024:
-        raise _UserError("--max-request-bytes must be at least 1024")
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from mcp_memory.server import create_server
-
-    host_for_url = f"[{args.host}]" if ":" in args.host else args.host
-    path = "/sse" if args.transport == "sse" else "/mcp"
-    server = create_server(settings, token=token if network else None,
-                           public_url=f"http://{host_for_url}:{args.port}{path}",
-                           read_only_tokens=read_only if network else (),
-                           shared_tokens=shared_tokens if network else (), shared=args.shared)
-    http_options: dict[str, Any] = {"host": args.host, "port": args.port,
-                                    "max_request_body_size": args.max_request_bytes}
-    if not _is_loopback(args.host):
-        # Beyond loopback the SDK checks nothing by default: accept only the names given.
-        hosts = args.allowed_host or [f"{host_for_url}:*"]
-        http_options["transport_security"] = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=args.allowed_origin or [])
-    service = server.memory_service  # type: ignore[attr-defined]
-    service.start()
-    bridge = None
-    if not args.no_bridge:
-        from mcp_memory.bridge import BridgeServer
-        from mcp_memory.hooks import handle_request
-
-        try:
-            bridge = BridgeServer(settings.index_dir, lambda request: handle_request(
-                service.memory(), request, include_private=not args.shared)).start()
-        except OSError as exc:
-            log.warning("hook bridge not started: %s", exc)
-    try:
-        if args.transport == "stdio":
-            from mcp_memory.stdio import run_stdio
-
-            run_stdio(server)
-        elif args.transport == "sse":
-            server.run("sse", **http_options)
-        else:
-            server.run("streamable-http", **http_options)
-    finally:
-        if bridge is not None:
-            bridge.stop()
     return 0
 
 

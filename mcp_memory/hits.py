@@ -33,3 +33,17 @@ class SearchHit:
         data["date"] = self.date.isoformat() if self.date else None
         data["citation"] = self.citation
         return data
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """One line of a memory file: what store writes, forget removes and duplicate checks find."""
+
+    path: str
+    line: int
+    text: str
+    score: float = 0.0
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.line}"

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mcp_memory.analysis import keyword_tokens
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.embedding.base import Embedder, normalize
-from mcp_memory.index.keywords import keyword_tokens
 from mcp_memory.memory import Memory
 
 
@@ -85,24 +85,18 @@ def indexed_memory(settings: Settings) -> Memory:
     return memory
 
 
-def make_server(settings: Settings, memory_factory: Any = indexed_memory) -> Any:
-    """An MCP server whose service opens ``memory_factory(settings)`` at once and does not watch."""
+def make_server(settings: Settings, memory_factory: Any = indexed_memory) -> tuple[Any, Any]:
+    """An MCP server and its service, which opens ``memory_factory(settings)`` at once and does not watch."""
     from mcp_memory.server import create_server
     from mcp_memory.service import MemoryService
 
     service = MemoryService(settings, memory_factory=memory_factory, start_delay=0, watch=False)
-    return create_server(settings, service=service)
+    return create_server(settings, service), service
 
 
-def close_server(server: Any) -> None:
-    service = server.memory_service
-    service.stop()
-    # Let the service's background thread (sync + backfill; no watcher here) finish first.
-    thread = getattr(service, "_thread", None)
-    if thread is not None:
-        thread.join(timeout=30)
-    if service.ready:
-        service.memory().close()
+def close_server(service: Any) -> None:
+    """Stop the service of a server: its background thread (sync + backfill) ends, its memory is closed."""
+    service.close()
 
 
 @contextmanager

@@ -954,12 +954,12 @@ def test_recall_keywords_only_without_embedder(workspace: Path, indexed: Memory,
     def no_model(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("keywords_only recall loaded an embedder")
 
-    monkeypatch.setattr("mcp_memory.memory.create_embedder", no_model)
+    monkeypatch.setattr("mcp_memory.engine.create_embedder", no_model)
     cold_settings = load_settings(workspace, environ={}, overrides={"embedding.provider": "local"})
     cold = Memory(cold_settings)
     block = cold.recall("what is my cat Miso called?", keywords_only=True)
     assert memories_in(block) == ["memory/2026-01-05.md"] and "Miso" in block
-    assert cold._opened is False  # no vector index, no model
+    assert cold.engine.is_open is False  # no vector index, no model
     assert cold.recall("quantum chromodynamics lecture", keywords_only=True) == ""
 
     # Session repetition applies to the keyword path too.

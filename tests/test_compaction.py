@@ -23,8 +23,8 @@ def folder_bytes(folder: Path) -> int:
 
 
 def fragments(memory: Memory) -> int:
-    memory.vectors.refresh()
-    return int(memory.vectors._table.stats()["fragment_stats"]["num_fragments"])
+    memory.engine.vectors.refresh()
+    return int(memory.engine.vectors._table.stats()["fragment_stats"]["num_fragments"])
 
 
 def finds(memory: Memory, query: str, needle: str) -> bool:
@@ -37,7 +37,7 @@ def finds(memory: Memory, query: str, needle: str) -> bool:
 
 
 def versions(memory: Memory) -> int:
-    return len(memory.vectors._table.list_versions())
+    return len(memory.engine.vectors._table.list_versions())
 
 
 # no_retention is exactly what LanceDB warns about: no other handle may still be reading.

@@ -58,11 +58,11 @@ def test_file_drift_is_found_and_repaired_by_a_sync(workspace: Path, settings: S
 
 def test_orphan_and_duplicate_rows_are_found_and_rebuilt(workspace: Path, settings: Settings):
     with _indexed(workspace, settings) as memory:
-        rows = memory.vectors.to_arrow()
-        memory.vectors._table.add(rows.slice(0, 1))  # a duplicated chunk row (a write that ran twice)
+        rows = memory.engine.vectors.to_arrow()
+        memory.engine.vectors._table.add(rows.slice(0, 1))  # a duplicated chunk row (a write that ran twice)
         orphan = rows.slice(1, 1).to_pylist()[0]
         orphan.update(id="f" * 32, path="memory/ghost.md")
-        memory.vectors._table.add([orphan])  # rows of a file the index does not know
+        memory.engine.vectors._table.add([orphan])  # rows of a file the index does not know
         report = memory.doctor()
         kinds = _kinds(report)
         assert "duplicate rows" in kinds and kinds["orphan rows"] == {"memory/ghost.md"}
@@ -73,7 +73,7 @@ def test_orphan_and_duplicate_rows_are_found_and_rebuilt(workspace: Path, settin
         hits = memory.search("zebracorn")
         assert hits[0].path == "memory/2026-11-20.md"
         assert "memory/ghost.md" not in {h.path for h in hits} and len({h.citation for h in hits}) == len(hits)
-        assert memory.state.get("rebuild_reason").startswith("repair:")
+        assert memory.engine.state.get("rebuild_reason").startswith("repair:")
 
 
 def test_doctor_command_exit_codes_and_json(workspace: Path, settings: Settings):

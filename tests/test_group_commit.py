@@ -55,13 +55,13 @@ def seeded(workspace: Path, settings) -> Memory:
 def test_concurrent_stores_are_grouped_and_each_lands_once_at_its_line(workspace, settings):
     memory = seeded(workspace, settings)
     syncs: list[set[str]] = []
-    original = memory.indexer.sync
+    original = memory.engine.indexer.sync
 
     def counting_sync(progress=None, only=None):
         syncs.append(set(only or ()))
         return original(progress, only)
 
-    memory.indexer.sync = counting_sync
+    memory.engine.indexer.sync = counting_sync
     calls = [{"text": f"Service number {i} is owned by team {chr(65 + i % 26)}{i} since sprint {i * 3}",
               "evergreen": i % 5 == 0, "today": DAY} for i in range(24)]
     results = store_all(memory, calls)

@@ -148,15 +148,16 @@ def test_blank_tokens_given_to_the_library_install_no_open_door(workspace, setti
     import anyio
 
     from mcp_memory.server import StaticTokenVerifier, create_server
+    from mcp_memory.service import MemoryService
 
-    server = create_server(settings, token="  ", read_only_tokens=["", " "], shared_tokens=["\t"])
+    service = MemoryService(settings)
+    server = create_server(settings, service, token="  ", read_only_tokens=["", " "], shared_tokens=["\t"])
     assert server.settings.auth is None and server._token_verifier is None
-    server.memory_service.stop()
-    with_one = create_server(settings, token="  ", shared_tokens=["", SHARED_TOKEN])
+    with_one = create_server(settings, service, token="  ", shared_tokens=["", SHARED_TOKEN])
     assert with_one._token_verifier is not None
     assert anyio.run(with_one._token_verifier.verify_token, "") is None
     assert anyio.run(with_one._token_verifier.verify_token, SHARED_TOKEN).scopes == ["memory", "memory:write"]
-    with_one.memory_service.stop()
+    service.stop()
 
     verifier = StaticTokenVerifier({"": ["memory"], "  ": ["memory"], FULL: ["memory"]})
     assert anyio.run(verifier.verify_token, "") is None

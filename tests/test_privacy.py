@@ -51,9 +51,9 @@ def _seed(workspace: Path) -> None:
 def shared_server(workspace, settings):
     _seed(workspace)
     service = MemoryService(settings, memory_factory=indexed_memory, start_delay=0, watch=False)
-    server = create_server(settings, service=service, shared=True)
+    server = create_server(settings, service, shared=True)
     yield server
-    close_server(server)
+    close_server(service)
 
 
 def _text(result) -> str:
@@ -163,7 +163,7 @@ async def test_a_shared_listener_hears_nothing_about_private_files(workspace, se
     """Hand edits reach listeners through the file watcher; a shared one hears only of files it may read."""
     _seed(workspace)
     service = MemoryService(settings, memory_factory=indexed_memory, start_delay=0, watch=True)
-    shared = create_server(settings, service=service, shared=True)
+    shared = create_server(settings, service, shared=True)
     events: list[tuple[float, object]] = []
     try:
         async with Client(shared) as client:
@@ -191,7 +191,7 @@ async def test_a_shared_listener_hears_nothing_about_private_files(workspace, se
                     await anyio.sleep(0.3)
                     group.cancel_scope.cancel()
     finally:
-        close_server(shared)
+        close_server(service)
     assert events, "the public edit was not heard (the watcher or the listener did not work)"
     assert all(at >= public_edit for at, _ in events), "an event arrived for the private edit alone"
     assert not any("MEMORY.md" in repr(e) for _, e in events)

@@ -201,7 +201,7 @@ def _make_memory(root: Path, kind: str) -> Memory:
 @pytest.fixture(scope="module")
 def memories(tmp_path_factory: pytest.TempPathFactory):
     made = {kind: _make_memory(tmp_path_factory.mktemp(f"search-{kind}"), kind) for kind in ("hash", "none")}
-    assert made["hash"].embedder is not None and made["none"].embedder is None
+    assert made["hash"].engine.embedder is not None and made["none"].engine.embedder is None
     assert made["hash"].search("pnpm") and made["none"].search("pnpm")
     yield made
     for memory in made.values():

@@ -88,16 +88,16 @@ def populated(workspace: Path, outside_file: Path) -> Path:
 
 @pytest.fixture
 def server(populated: Path, settings: Settings):
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     yield srv
-    _close(srv)
+    _close(service)
 
 
 @pytest.fixture
 def empty_server(settings: Settings):
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     yield srv
-    _close(srv)
+    _close(service)
 
 
 @asynccontextmanager
@@ -679,7 +679,7 @@ async def test_forget_errors_change_nothing(server, populated, outside_file):
 @pytest.mark.parametrize("separator", ["\u2028", "\x0c"])
 async def test_forget_line_after_unicode_line_separator(workspace, settings, separator):
     write(workspace, "MEMORY.md", f"# Memory\n\n- Pasted from a PDF:{separator}page two.\n- The user's cat is named Miso.\n")
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     try:
         async with connect(srv) as client:
             got = await client.call_tool("memory_get", {"path": "MEMORY.md", "from_line": 4, "line_count": 1})
@@ -689,7 +689,7 @@ async def test_forget_line_after_unicode_line_separator(workspace, settings, sep
         assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == (
             f"# Memory\n\n- Pasted from a PDF:{separator}page two.\n")
     finally:
-        _close(srv)
+        _close(service)
 
 
 # ----- recall: prompt, tool, resource ---------------------------------------------------------------
@@ -710,14 +710,14 @@ async def test_memory_store_refuses_an_injection(server):
 async def test_recall_prompt_block_is_inert_and_cited(populated, settings):
     # Written by hand (memory_store refuses it): recall must still quote it inertly.
     write(populated, "memory/2026-02-11.md", f"# 2026-02-11\n\n- [other] {INJECTION}\n")
-    server = make_server(settings)
+    server, service = make_server(settings)
     message = "What did we note about the deploy and the SSH keys?"
     try:
         async with connect(server) as client:
             prompt = await client.get_prompt("recall", {"message": message})
             tool = await client.call_tool("memory_recall", {"prompt": message})
     finally:
-        _close(server)
+        _close(service)
     assert len(prompt.messages) == 1 and prompt.messages[0].role == "user"
     text = prompt.messages[0].content.text
     block = tool.structured_content["context"]
@@ -848,7 +848,7 @@ async def test_recall_and_status_resources(server):
 @pytest.mark.parametrize("name", ["memory/c#-notes.md", "memory/why?.md"])
 async def test_every_listed_file_uri_is_readable_special_names(workspace, settings, name):
     write(workspace, name, "# Notes\n\n- The user writes C# at work.\n")
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     try:
         async with connect(srv) as client:
             listing = json.loads((await client.read_resource("memory://files")).contents[0].text)
@@ -856,14 +856,14 @@ async def test_every_listed_file_uri_is_readable_special_names(workspace, settin
             result = await client.read_resource(listing[0]["uri"])
             assert result.contents[0].text == "# Notes\n\n- The user writes C# at work."
     finally:
-        _close(srv)
+        _close(service)
 
 
 @pytest.mark.anyio
 async def test_every_listed_file_uri_is_readable_extra_path(tmp_path, workspace):
     team = write(tmp_path, "shared-notes/team.md", "# Team\n\n- Dana leads the mobile team.\n")
     settings = load_settings(workspace, environ={}, overrides={"extra_paths": [str(tmp_path / "shared-notes")]})
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     try:
         async with connect(srv) as client:
             # the extra file is a memory file: searchable, cited and readable with memory_get
@@ -876,13 +876,13 @@ async def test_every_listed_file_uri_is_readable_extra_path(tmp_path, workspace)
             result = await client.read_resource(entry["uri"])
             assert result.contents[0].text == "# Team\n\n- Dana leads the mobile team."
     finally:
-        _close(srv)
+        _close(service)
 
 
 @pytest.mark.anyio
 async def test_store_evergreen_uses_existing_lowercase_memory_md(workspace, settings):
     write(workspace, "memory.md", "# Memory\n\n- The user's cat is named Miso.\n")
-    srv = make_server(settings)
+    srv, service = make_server(settings)
     try:
         async with connect(srv) as client:
             result = await client.call_tool("memory_store", {"text": "The user lives in Lyon.", "evergreen": True})
@@ -891,14 +891,14 @@ async def test_store_evergreen_uses_existing_lowercase_memory_md(workspace, sett
         assert not (workspace / "MEMORY.md").exists() or (workspace / "MEMORY.md").samefile(workspace / "memory.md")
         assert (workspace / "memory.md").read_text(encoding="utf-8").endswith("- The user lives in Lyon.\n")
     finally:
-        _close(srv)
+        _close(service)
 
 
 # ----- the real default embedder (one test) ------------------------------------------------------
 @pytest.mark.integration
 @pytest.mark.anyio
 async def test_real_default_embedder_round_trip(populated, settings):
-    srv = make_server(settings, memory_factory=None)
+    srv, service = make_server(settings, memory_factory=None)
     try:
         async with connect(srv) as client:
             stored = await client.call_tool("memory_store", {"text": "The user's favourite code editor is Helix.",
@@ -921,4 +921,4 @@ async def test_real_default_embedder_round_trip(populated, settings):
             duplicate = await client.call_tool("memory_store", {"text": "the user's favourite code editor is helix"})
             assert duplicate.structured_content["stored"] is False
     finally:
-        _close(srv)
+        _close(service)

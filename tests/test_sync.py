@@ -47,15 +47,15 @@ def paths_of(hits) -> list[str]:
 
 def assert_consistent(memory: Memory) -> None:
     """Store rows == keyword docs == chunks the state expects, and no chunk id twice."""
-    memory.vectors.refresh()
-    memory.keywords.reload()
-    ids = memory.vectors.to_arrow().column("id").to_pylist()
-    expected = sum(f.chunks for f in memory.state.files().values())
+    memory.engine.vectors.refresh()
+    memory.engine.keywords.reload()
+    ids = memory.engine.vectors.to_arrow().column("id").to_pylist()
+    expected = sum(f.chunks for f in memory.engine.state.files().values())
     assert len(ids) == len(set(ids)), "duplicate chunk ids in LanceDB"
     assert len(ids) == expected
-    assert memory.keywords.count() == expected
-    assert memory.vectors.paths() == set(memory.state.files())
-    assert memory.keywords.all_paths() == set(memory.state.files())
+    assert memory.engine.keywords.count() == expected
+    assert memory.engine.vectors.paths() == set(memory.engine.state.files())
+    assert memory.engine.keywords.all_paths() == set(memory.engine.state.files())
 
 
 def settings_with_tokens(ws: Path, tokens: int) -> Settings:
@@ -119,7 +119,7 @@ def test_second_sync_without_changes_touches_nothing_and_embeds_nothing(workspac
     memory = Memory(settings, embedder=embedder)
     memory.index()
     calls = list(embedder.calls)
-    version = memory.vectors.version
+    version = memory.engine.vectors.version
 
     report = memory.sync()
     assert not report.touched
@@ -127,7 +127,7 @@ def test_second_sync_without_changes_touches_nothing_and_embeds_nothing(workspac
     assert report.chunks_written == 0
     assert memory.backfill() == 0
     assert embedder.calls == calls
-    assert memory.vectors.version == version, "a no-op sync wrote to LanceDB"
+    assert memory.engine.vectors.version == version, "a no-op sync wrote to LanceDB"
 
     # a new process (new Memory) with the same settings also sees nothing to do
     other_embedder = HashEmbedder()
@@ -157,7 +157,7 @@ def test_changing_one_file_rechunks_only_that_file_with_correct_line_numbers(wor
 
     # vector search always returns neighbours: "not found" means no hit holds the old text
     assert not any("zebracorn" in h.snippet for h in memory.search("zebracorn"))
-    assert memory.keywords.search("zebracorn", 10).hits == []
+    assert memory.engine.keywords.search("zebracorn", 10).hits == []
     # the changed chunks have no vector yet: the keyword match finds them anyway
     hits = [h for h in memory.search("quokkadrome") if "quokkadrome" in h.snippet]
     assert len(hits) == 1 and hits[0].path == DAILY
@@ -225,7 +225,7 @@ def test_touching_a_file_without_changing_it_is_not_a_change(workspace, settings
     assert memory.backfill() == 0
     assert embedder.calls == calls
     # the new mtime was remembered: the next sync takes the fast path
-    assert memory.state.files()[DAILY].mtime_ns == (workspace / DAILY).stat().st_mtime_ns
+    assert memory.engine.state.files()[DAILY].mtime_ns == (workspace / DAILY).stat().st_mtime_ns
     assert memory.search("zebracorn")[0].path == DAILY
 
 
@@ -353,10 +353,10 @@ def test_interrupted_backfill_resumes_with_only_the_missing_chunks(workspace, se
     assert texts_embedded(working) == 30 - crashing.batch_size
     status = resumed.status()
     assert status["embedded_share"] == 1.0
-    table = resumed.vectors.to_arrow()
+    table = resumed.engine.vectors.to_arrow()
     ids = table.column("id").to_pylist()
     assert len(ids) == len(set(ids)) == status["chunks"] == 30
-    assert resumed.keywords.count() == resumed.vectors.count() == 30
+    assert resumed.engine.keywords.count() == resumed.engine.vectors.count() == 30
     assert table.column("vector").null_count == 0
     # the vectors written before the crash are the right ones (same as a fresh embedding)
     vectors = np.stack(table.column("vector").to_pylist())
@@ -386,9 +386,9 @@ def test_interrupted_sync_phase_one_leaves_no_duplicates(workspace, settings, mo
     with pytest.raises(RuntimeError, match="simulated crash"):
         memory.sync()
     # the index writes did happen before the crash, the state rows did not
-    memory.vectors.refresh()
-    assert "memory/2026-11-21.md" in memory.vectors.paths()
-    assert "memory/2026-11-21.md" not in memory.state.files()
+    memory.engine.vectors.refresh()
+    assert "memory/2026-11-21.md" in memory.engine.vectors.paths()
+    assert "memory/2026-11-21.md" not in memory.engine.state.files()
 
     # next run, in a new process
     memory.close()
@@ -412,9 +412,9 @@ def test_orphan_rows_of_a_vanished_file_are_removed(workspace, settings):
 
     # the file disappears and so does its state row (as after a crash mid-batch): only rows remain
     (workspace / "memory/ghost.md").unlink()
-    memory.state.record_files([], ["memory/ghost.md"])
-    memory.vectors.refresh()
-    assert "memory/ghost.md" in memory.vectors.paths()
+    memory.engine.state.record_files([], ["memory/ghost.md"])
+    memory.engine.vectors.refresh()
+    assert "memory/ghost.md" in memory.engine.vectors.paths()
 
     report = memory.sync()
     assert report.removed == ["memory/ghost.md"]
@@ -426,14 +426,14 @@ def test_orphan_keyword_docs_missing_from_lancedb_are_removed(workspace, setting
     seed(workspace)
     memory = Memory(settings, embedder=None)
     memory.sync()
-    with memory.keywords.writer() as writer:
+    with memory.engine.keywords.writer() as writer:
         writer.add("f" * 32, "memory/phantom.md", "the phantom spectre note")
-    assert memory.keywords.count() == memory.vectors.count() + 1
+    assert memory.engine.keywords.count() == memory.engine.vectors.count() + 1
 
     report = memory.sync()
     assert report.removed == ["memory/phantom.md"]
-    assert memory.keywords.count() == memory.vectors.count()
-    assert "memory/phantom.md" not in memory.keywords.all_paths()
+    assert memory.engine.keywords.count() == memory.engine.vectors.count()
+    assert "memory/phantom.md" not in memory.engine.keywords.all_paths()
     assert memory.search("spectre") == []
     assert_consistent(memory)
 
@@ -527,7 +527,7 @@ def test_long_line_of_repeated_text_gets_unique_ids_and_embeds(workspace, settin
     write(workspace, "memory/laugh.md", "# Laughter\n\n" + "ha " * 5000 + "\n")
     memory = Memory(settings, embedder=HashEmbedder())
     memory.sync()
-    ids = memory.vectors.to_arrow().column("id").to_pylist()
+    ids = memory.engine.vectors.to_arrow().column("id").to_pylist()
     assert len(ids) == len(set(ids))
     memory.backfill()
     assert memory.status()["embedded_share"] == 1.0

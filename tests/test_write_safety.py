@@ -31,11 +31,16 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def server(workspace, settings):
+def served(workspace, settings):
     write(workspace, "MEMORY.md", "# Memory\n\n- The user prefers pnpm.\n")
-    server = make_server(settings)
-    yield server
-    close_server(server)
+    server, service = make_server(settings)
+    yield server, service
+    close_server(service)
+
+
+@pytest.fixture
+def server(served):
+    return served[0]
 
 
 def _assert_clean_file(path: Path) -> str:
@@ -96,14 +101,15 @@ async def test_capture_never_writes_control_characters(server, workspace):
 
 
 @pytest.mark.anyio
-async def test_a_damaged_file_keeps_its_bytes_and_its_valid_lines(server, workspace):
+async def test_a_damaged_file_keeps_its_bytes_and_its_valid_lines(served, workspace):
     """A file another tool damaged (NUL, invalid UTF-8) stays searchable, and later writes land."""
+    server, service = served
     damaged = (b"# Daily\n\n- Valid line about the quasarbeam rollout.\n- broken \x00\xff\xfe bytes here\n"
                b"- Another valid line about the nebulite cache.")
     (workspace / TODAY).write_bytes(damaged)
     async with Client(server) as client:
         await client.call_tool("memory_status", {})  # let the service open
-        memory = server.memory_service.memory()
+        memory = service.memory()
         memory.sync()
         search = await client.call_tool("memory_search", {"query": "quasarbeam rollout"})
         assert search.structured_content["results"][0]["path"] == TODAY
@@ -148,7 +154,7 @@ def _linked_memory_folder(workspace: Path, tmp_path: Path) -> Path:
 async def test_no_write_through_a_symlinked_memory_folder(workspace, settings, tmp_path):
     write(workspace, "MEMORY.md", "# Memory\n\n- The user prefers pnpm.\n")
     outside = _linked_memory_folder(workspace, tmp_path)
-    server = make_server(settings)
+    server, service = make_server(settings)
     try:
         async with Client(server) as client:
             stored = await client.call_tool("memory_store", {"text": "The user's bike is a Brompton."})
@@ -159,7 +165,7 @@ async def test_no_write_through_a_symlinked_memory_folder(workspace, settings, t
         assert captured.is_error and "symbolic link" in captured.content[0].text
         assert evergreen.structured_content["stored"]  # MEMORY.md itself is a real file: fine
     finally:
-        close_server(server)
+        close_server(service)
     assert list(outside.iterdir()) == []  # nothing was written outside the workspace
     status = Memory(settings, embedder=None).status()
     assert any("memory is a symbolic link" in reason for reason in status["degraded"])

@@ -1,0 +1,202 @@
+"""``Engine``: the opened index of one workspace, kept readable.
+
+It owns the derived parts (embedder, state, embedding cache, vectors, keywords, indexer,
+searcher), opens them lazily (constructing is instant; the first call that needs the index
+pays for the slow imports), refreshes the in-memory search snapshot when another process
+changed the index, and rebuilds the index from the files when it cannot be read: the index
+is derived data, so a folder deleted or damaged under a running process costs a rebuild,
+never a failed call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from mcp_memory.config import Settings
+from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
+from mcp_memory.embedding.cache import EmbeddingCache
+from mcp_memory.errors import MemoryInputError, PathError, SearchError
+from mcp_memory.hits import SearchHit
+from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.state import IndexState
+from mcp_memory.index.sync import Indexer, Progress, SyncReport
+from mcp_memory.index.vectors import VectorStore
+from mcp_memory.privacy import PrivacyRules
+from mcp_memory.requests import SearchRequest
+from mcp_memory.search import HybridSearcher, SearchSnapshot
+from mcp_memory.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+CONFIGURED = object()  # sentinel: build the embedder the settings name
+MAX_DEGRADED = 5  # reasons kept for status
+T = TypeVar("T")
+
+
+class Engine:
+    """The derived index of one workspace: open, searched, synced and repaired in place."""
+
+    def __init__(self, settings: Settings, workspace: Workspace, embedder: object = CONFIGURED):
+        self.settings = settings
+        self.workspace = workspace
+        self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
+        self.degraded: list[str] = []  # why the engine works with less than it should, newest last
+        self._embedder_arg = embedder
+        self._opened = False
+        self._open_lock = threading.Lock()
+        self._generation: str | None = None
+        self._snapshot_lock = threading.Lock()
+
+    # ----- opening -------------------------------------------------------------------------
+    def open(self) -> Engine:
+        with self._open_lock:
+            if self._opened:
+                return self
+            self.workspace.ensure_exists()
+            index_dir = self.settings.index_dir
+            index_dir.mkdir(parents=True, exist_ok=True)
+            self.embedder = self._load_embedder()
+            dims = self.embedder.dimensions if self.embedder else 0
+            self.state = IndexState(index_dir / "state.sqlite")
+            self.cache = EmbeddingCache(index_dir / "embeddings.sqlite")
+            self.vectors = VectorStore(self.settings.vector_uri, dims)
+            self.keywords = KeywordIndex(index_dir / "tantivy")
+            self.indexer = Indexer(
+                self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache
+            )
+            self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search)
+            self._opened = True
+        return self
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened
+
+    def close(self) -> None:
+        if self._opened:
+            self.state.close()
+            self.cache.close()
+            self._opened = False
+
+    def _load_embedder(self) -> Embedder | None:
+        if self._embedder_arg is not CONFIGURED:
+            return self._embedder_arg  # type: ignore[return-value]  # an Embedder or None, from the caller
+        try:
+            embedder = create_embedder(self.settings.embedding)
+            if embedder is not None:
+                _ = embedder.dimensions  # an OpenAI-compatible endpoint may need a probe call
+            return embedder
+        except (EmbeddingError, OSError) as exc:
+            reason = f"embedder {self.settings.embedding.provider!r} unavailable ({exc}); keyword search only"
+            log.warning(reason)
+            self.degraded.append(reason)
+            return None
+
+    def warm_up(self) -> None:
+        """Pay one-time costs now rather than on the first search (model weights, snapshot)."""
+        self.open()
+        if self.embedder is not None:
+            try:
+                self.embedder.embed_query("warm up")
+            except EmbeddingError as exc:
+                self.note_degraded(f"query embedding failed: {exc}")
+        self.refresh_snapshot()
+
+    # ----- indexing ------------------------------------------------------------------------
+    def sync(self, progress: Progress | None = None, only: set[str] | None = None) -> SyncReport:
+        """Bring keyword rows and cached vectors up to date (fast; no new embeddings)."""
+        self.open()
+        return self.recovering(lambda: self.indexer.sync(progress, only=only))
+
+    def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
+                 wait: float = 0) -> int:
+        """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
+        self.open()
+        try:
+            return self.indexer.backfill(progress, should_stop, wait=wait)
+        except EmbeddingError as exc:
+            log.warning("embedding stopped: %s", exc)
+            self.note_degraded(f"embedding failed: {exc}")
+            return 0
+
+    # ----- searching -----------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        """Ranked hits; private files left out unless the request includes them."""
+        self.open()
+        self.refresh_snapshot()
+        hidden = None if request.include_private else self.privacy
+        try:
+            return self.searcher.search(request, hidden=hidden)
+        except EmbeddingError as exc:
+            # The embedding endpoint is down: answer from keywords rather than fail.
+            self.note_degraded(f"query embedding failed: {exc}")
+            return self.searcher.search(request, use_vectors=False, hidden=hidden)
+
+    def relevance_floor(self) -> float | None:
+        """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""
+        self.open()
+        if self.embedder is None:
+            return None
+        return self.settings.recall.similarity_floor or self.embedder.relevance_floor
+
+    def refresh_snapshot(self) -> None:
+        """Reload the search snapshot when the index generation changed (another process wrote)."""
+        with self._snapshot_lock:
+            generation = self.state.generation
+            if generation == self._generation:
+                return
+            rows = self.recovering(self._newest_rows)
+            self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
+            self._generation = generation
+
+    def _newest_rows(self) -> object:
+        self.refresh_handles()
+        return self.vectors.snapshot_rows()
+
+    def refresh_handles(self) -> None:
+        self.vectors.refresh()
+        self.keywords.reload()
+
+    # ----- recovery ------------------------------------------------------------------------
+    def recovering(self, action: Callable[[], T]) -> T:
+        """Run an index operation; if the index cannot be read, rebuild it from the files and retry once."""
+        try:
+            return action()
+        except (EmbeddingError, PathError, SearchError, MemoryInputError):
+            raise
+        except Exception as exc:  # LanceDB and Tantivy raise plain OSError/ValueError/RuntimeError
+            if self._index_readable():
+                raise  # the index is fine: this failure is something else, and it is reported
+            self._rebuild_unreadable_index(exc)
+            return action()
+
+    def _index_readable(self) -> bool:
+        try:
+            self.refresh_handles()
+            self.vectors.count()
+            self.keywords.count()
+        except Exception:
+            return False
+        return True
+
+    def _rebuild_unreadable_index(self, exc: Exception) -> None:
+        log.warning("the index cannot be read (%s): reopening it and rebuilding from the files", exc)
+        self.note_degraded(f"index rebuilt after a read error: {exc}")
+        with self._open_lock:
+            index_dir = self.settings.index_dir
+            dims = self.embedder.dimensions if self.embedder else 0
+            self.keywords = KeywordIndex(index_dir / "tantivy")  # a damaged folder is recreated empty
+            self.vectors = VectorStore(self.settings.vector_uri, dims)  # a deleted table is recreated empty
+            self.indexer.keywords = self.searcher.keywords = self.keywords
+            self.indexer.vectors = self.vectors
+            self._generation = None
+        # Rows missing against the state table make the sync re-index every file (cached vectors).
+        self.indexer.sync()
+
+    def note_degraded(self, reason: str) -> None:
+        if reason not in self.degraded:
+            self.degraded.append(reason)
+        del self.degraded[:-MAX_DEGRADED]

@@ -1,0 +1,133 @@
+"""Auto-recall: which memories to show a model before it answers a prompt.
+
+Candidates come from search (or, for a hook with no server running, from the keyword index
+and the files alone, without loading the vector index or the model). The gate in
+``recall.py`` keeps those related to the prompt in absolute terms. A session's first recall
+adds the user's standing rules closest to the prompt (the primer), and memories shown in the
+session's last few turns are left out (the ledger remembers them). ``recall.py`` formats the
+block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mcp_memory.capture import is_memory_run, strip_recall_blocks
+from mcp_memory.chunking import chunk_markdown
+from mcp_memory.engine import Engine
+from mcp_memory.errors import PathError
+from mcp_memory.hits import SearchHit
+from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.ledger import Ledger, clean_key
+from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
+from mcp_memory.requests import SearchRequest
+from mcp_memory.search import HybridSearcher, SearchSnapshot
+from mcp_memory.similarity import Similarity, memory_body
+from mcp_memory.workspace import read_text
+
+PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
+_STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)
+
+
+class Recaller:
+    def __init__(self, engine: Engine, similarity: Similarity, ledger: Callable[[], Ledger]):
+        self.engine = engine
+        self.similarity = similarity
+        self._ledger = ledger
+
+    def recall_hits(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
+                    budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
+                    include_private: bool = True) -> list[SearchHit]:
+        """The memories ``recall`` shows for a prompt (within the budget), in order; [] when none.
+
+        ``keywords_only`` answers from the keyword index and the files alone: the path a hook
+        takes when no server is running to answer it. With a ``session_key``, memories injected
+        in that session's last ``repeat_turns`` recalls are left out: the model still has them.
+        """
+        r = self.engine.settings.recall
+        prompt = strip_recall_blocks(prompt or "")
+        if is_memory_run(session_key) or len(prompt.strip()) < max(1, r.min_prompt_chars):
+            return []
+        max_items = r.max_items if max_items is None else max(1, int(max_items))
+        budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
+        candidates, floor = self._candidates(prompt, max_items * 2 + r.primer_items * 2,
+                                             r.min_score if min_score is None else min_score,
+                                             keywords_only, include_private)
+        hits = [h for h in candidates
+                if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
+                               else r.keyword_only_coverage)][: max_items * 2]
+        session = clean_key(session_key)
+        ledger = self._ledger()
+        turn = ledger.next_turn(session) if session else 0
+        if turn == 1 and r.primer_items and not keywords_only:
+            hits = self._standing_rules(prompt, candidates, hits, r.primer_items) + hits
+        if session and r.repeat_turns > 0:
+            recent = ledger.recalled_since(session, turn - r.repeat_turns)
+            hits = [h for h in hits if recall_key(h) not in recent]
+        hits = fit_to_budget(hits[:max_items], budget)
+        if session:
+            ledger.record_recall(session, turn, [recall_key(h) for h in hits])
+        return hits
+
+    def _candidates(self, prompt: str, pool: int, threshold: float, keywords_only: bool,
+                    include_private: bool) -> tuple[list[SearchHit], float | None]:
+        """Search hits for the prompt, and the similarity floor of the gate (None by keywords)."""
+        if keywords_only:
+            hits = self._keyword_hits(prompt, pool, threshold)
+            if not include_private:
+                hits = [h for h in hits if not self.engine.privacy.is_private(h.path)]
+            return hits, None
+        request = SearchRequest(prompt, max_results=pool, min_score=threshold, include_private=include_private)
+        return self.engine.search(request), self.engine.relevance_floor()
+
+    def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
+                        limit: int) -> list[SearchHit]:
+        """The [preference] and [decision] bullets of the candidates closest to the prompt, one line each.
+
+        Lines already shown by a gated hit are left out. A line must still resemble the
+        prompt (the relevance floor less ``PRIMER_MARGIN``, compared line by line rather than
+        chunk by chunk), so an unrelated prompt primes nothing.
+        """
+        shown = {(h.path, n) for h in gated for n in range(h.start_line, h.end_line + 1)}
+        lines = [(hit, number, raw.strip()) for hit, number, raw in self.similarity.hit_lines(candidates, skip=shown)
+                 if _STANDING.match(raw)]
+        floor = self.engine.relevance_floor()
+        if not lines or floor is None:
+            return []
+        scores = self.similarity.similarities(prompt, [memory_body(text) for _, _, text in lines])
+        ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)
+        return [
+            SearchHit(path=hit.path, start_line=number, end_line=number, score=round(float(score), 4), snippet=text,
+                      source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4))
+            for score, (hit, number, text) in ranked[:limit] if score >= floor - PRIMER_MARGIN
+        ]
+
+    def _keyword_hits(self, prompt: str, max_results: int, min_score: float) -> list[SearchHit]:
+        """Keyword search whose hits are re-chunked from the files as they are now.
+
+        A chunk whose file changed since it was indexed no longer has the same id, so it is
+        left out: a citation never points at lines that hold other text. Nothing here opens
+        the vector index or loads the model.
+        """
+        settings = self.engine.settings
+        folder = settings.index_dir / "tantivy"
+        if not folder.is_dir():
+            return []
+        keywords = KeywordIndex(folder)
+        found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None)
+        wanted: dict[str, set[str]] = {}
+        for hit in found.hits:
+            wanted.setdefault(hit.path, set()).add(hit.id)
+        chunks = []
+        c = settings.chunking
+        for path, ids in wanted.items():
+            try:
+                file = self.engine.workspace.resolve(path)
+                text = read_text(file.abs_path)
+            except (PathError, OSError, UnicodeDecodeError, ValueError):
+                continue
+            chunks.extend(ch for ch in chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap) if ch.id in ids)
+        searcher = HybridSearcher(keywords, None, settings.search)
+        searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
+        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score))

@@ -1,0 +1,49 @@
+"""The prompts: recall (the message with its memories first), capture, and flush before compaction."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context, UserMessage
+from pydantic import Field
+
+from mcp_memory.server.context import ServerContext
+
+CAPTURE_PROMPT = """\
+Review the conversation so far and extract the durable facts, preferences and decisions worth remembering \
+in later sessions: what the user prefers, what was decided and why, names, projects, conventions, dates.
+Save each one with the memory_store tool, one fact per call: a short, self-contained sentence in the third \
+person with absolute dates (for example "The user prefers pnpm over npm and yarn (2026-11-26)"), in the \
+language of the conversation, with a category (preference, decision, entity, fact or other). Use \
+evergreen=true for lasting facts about the user. Skip small talk, passing details, secrets, passwords and \
+API keys, and anything already in memory."""
+
+FLUSH_PROMPT = """\
+The conversation is about to be compacted and older messages will be dropped. Write the lasting notes now: \
+call memory_store for each durable fact, preference or decision from this session that is not in memory yet \
+(one fact per call, third person, absolute dates). If there is nothing to store, reply with nothing else."""
+
+
+def register_prompts(server: MCPServer, app: ServerContext) -> None:
+    """Register the ``recall``, ``capture`` and ``flush`` prompts on ``server``."""
+
+    @server.prompt(title="Recall")
+    def recall(
+        message: Annotated[str, Field(description="The user's message")],
+        session_key: Annotated[str | None, Field(description="Session id (no repeats within its last turns)")] = None,
+        ctx: Context | None = None,
+    ) -> list[UserMessage]:
+        """The message, preceded by the memories relevant to it."""
+        block = app.memory().recall(message, session_key=session_key, include_private=app.include_private(ctx))
+        return [UserMessage(f"{block}\n\n{message}" if block else message)]
+
+    @server.prompt(title="Capture")
+    def capture() -> str:
+        """Ask the model to save the durable facts of this conversation with memory_store."""
+        return CAPTURE_PROMPT
+
+    @server.prompt(title="Flush before compaction")
+    def flush() -> str:
+        """Ask the model to write lasting notes before the context is compacted."""
+        return FLUSH_PROMPT

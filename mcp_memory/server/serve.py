@@ -1,0 +1,166 @@
+"""``mcp-memory serve`` once its arguments are parsed: who may connect, and the server running.
+
+Over HTTP or SSE the server needs a token to listen beyond loopback, then accepts only the
+Host (and browser Origin) names given, since beyond loopback the SDK checks none by default.
+Over stdio no token applies: the caller is whoever started the process. The hook bridge, a
+loopback port answering the client hooks from this server's warm memory, runs beside it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from mcp_memory.allocators import tune_for_long_running
+from mcp_memory.bridge import BridgeServer
+from mcp_memory.config import Settings
+from mcp_memory.hooks import handle_request
+from mcp_memory.server import create_server
+from mcp_memory.service import MemoryService
+from mcp_memory.stdio import run_stdio
+from mcp_memory.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
+
+log = logging.getLogger(__name__)
+
+MIN_REQUEST_BYTES = 1024
+
+
+class ServeError(ValueError):
+    """Serving options that cannot be honoured as given (a bad token, an open address without one)."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """The options of ``serve``; a token option left as None falls back to its environment variable."""
+
+    transport: str = "stdio"  # stdio, sse or http
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None  # full access ($MCP_MEMORY_TOKEN)
+    read_only_tokens: list[str] | None = None  # no edits ($MCP_MEMORY_READ_ONLY_TOKEN, comma-separated)
+    shared_tokens: list[str] | None = None  # no private files ($MCP_MEMORY_SHARED_TOKEN, comma-separated)
+    shared: bool = False  # every caller is shared, whatever its token
+    max_request_bytes: int = 1024 * 1024
+    allowed_hosts: list[str] | None = None  # Host headers accepted beyond loopback (None: HOST:*)
+    allowed_origins: list[str] | None = None  # browser Origins accepted beyond loopback (None: none)
+    bridge: bool = True  # answer hooks on a loopback port
+
+
+@dataclass(frozen=True)
+class ServeTokens:
+    full: list[str]
+    read_only: list[str]
+    shared: list[str]
+
+    @property
+    def all(self) -> list[str]:
+        return [*self.full, *self.read_only, *self.shared]
+
+
+def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] | None = None) -> None:
+    """Serve the workspace of ``settings`` until the transport ends; ``ServeError`` for bad options."""
+    tune_for_long_running()
+    tokens = collect_tokens(options, os.environ if environ is None else environ)
+    network = options.transport != "stdio"
+    if network:
+        check_exposure(options.host, tokens)
+    if options.max_request_bytes < MIN_REQUEST_BYTES:
+        raise ServeError(f"--max-request-bytes must be at least {MIN_REQUEST_BYTES}")
+    service = MemoryService(settings)
+    server = create_server(settings, service, token=tokens.full[0] if network and tokens.full else None,
+                           public_url=public_url(options), read_only_tokens=tokens.read_only if network else (),
+                           shared_tokens=tokens.shared if network else (), shared=options.shared)
+    run_options = http_options(options) if network else {}
+    service.start()
+    bridge = start_bridge(settings, service, options.shared) if options.bridge else None
+    try:
+        run_transport(server, options.transport, run_options)
+    finally:
+        if bridge is not None:
+            bridge.stop()
+
+
+def collect_tokens(options: ServeOptions, environ: Mapping[str, str]) -> ServeTokens:
+    """The tokens given as options, else those of the environment (one full token at most)."""
+    try:
+        return ServeTokens(
+            full=(tokens_from_flags([options.token] if options.token is not None else None, "--token")
+                  or tokens_from_env(environ, "MCP_MEMORY_TOKEN")[:1]),
+            read_only=(tokens_from_flags(options.read_only_tokens, "--read-only-token")
+                       or tokens_from_env(environ, "MCP_MEMORY_READ_ONLY_TOKEN")),
+            shared=(tokens_from_flags(options.shared_tokens, "--shared-token")
+                    or tokens_from_env(environ, "MCP_MEMORY_SHARED_TOKEN")),
+        )
+    except TokenError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def check_exposure(host: str, tokens: ServeTokens) -> None:
+    """Refuse to listen beyond loopback without a token; warn about tokens short enough to guess."""
+    if not is_loopback(host) and not tokens.all:
+        raise ServeError(
+            f"refusing to listen on {host or 'every address'} without a token: pass --token or set "
+            "MCP_MEMORY_TOKEN (only loopback addresses may be served without one)"
+        )
+    if any(is_short(t) for t in tokens.all):
+        log.warning("a token shorter than 16 characters can be guessed: prefer `python -c "
+                    "'import secrets; print(secrets.token_urlsafe(32))'`")
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost; anything else (an empty host means every address) is not."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def public_url(options: ServeOptions) -> str:
+    """The URL clients reach the server at (the issuer and resource of bearer authentication)."""
+    path = "/sse" if options.transport == "sse" else "/mcp"
+    return f"http://{_host_for_url(options.host)}:{options.port}{path}"
+
+
+def http_options(options: ServeOptions) -> dict[str, Any]:
+    """The keyword arguments of ``MCPServer.run`` for HTTP and SSE."""
+    run_options: dict[str, Any] = {"host": options.host, "port": options.port,
+                                   "max_request_body_size": options.max_request_bytes}
+    if not is_loopback(options.host):
+        # Beyond loopback the SDK checks nothing by default: accept only the names given.
+        hosts = options.allowed_hosts or [f"{_host_for_url(options.host)}:*"]
+        run_options["transport_security"] = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=options.allowed_origins or [])
+    return run_options
+
+
+def start_bridge(settings: Settings, service: MemoryService, shared: bool) -> BridgeServer | None:
+    """The hook bridge answering from ``service``'s memory; None (and a warning) if it cannot listen."""
+    try:
+        return BridgeServer(settings.index_dir, lambda request: handle_request(
+            service.memory(), request, include_private=not shared)).start()
+    except OSError as exc:
+        log.warning("hook bridge not started: %s", exc)
+        return None
+
+
+def run_transport(server: MCPServer, transport: str, run_options: dict[str, Any]) -> None:
+    """Serve over ``transport`` (stdio, sse or http; ``run_options`` for the last two) until it ends."""
+    if transport == "stdio":
+        run_stdio(server)
+    elif transport == "sse":
+        server.run("sse", **run_options)
+    else:
+        server.run("streamable-http", **run_options)
+
+
+def _host_for_url(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,146 @@
+"""How close a text is to the lines already in memory: duplicate checks and line ranking.
+
+Store and capture must not write a memory twice, and forget must find the one line a query
+means. Both compare a text with the lines of the chunks that best match it, line by line (a
+chunk-level score is diluted by its neighbours): cosine similarity of embeddings when an
+embedder is ready, token overlap otherwise, and always 1.0 for the same words up to case,
+spacing and punctuation. Embeddings of lines go through the embedding cache, since the same
+lines come back from call to call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp_memory.analysis import jaccard, keyword_tokens
+from mcp_memory.embedding import EmbeddingError
+from mcp_memory.embedding.cache import embed_through_cache
+from mcp_memory.engine import Engine
+from mcp_memory.hits import MemoryLine, SearchHit
+from mcp_memory.reading import Reader
+from mcp_memory.requests import SearchRequest
+
+_LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
+_NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_"
+CANDIDATE_CHUNKS = 5  # chunks whose lines a text is compared with
+
+
+class Similarity:
+    """Compares texts with memory lines for one engine."""
+
+    def __init__(self, engine: Engine, reader: Reader):
+        self.engine = engine
+        self.reader = reader
+
+    # ----- finding lines -------------------------------------------------------------------
+    def matching_lines(self, text: str, limit: int, include_private: bool = True) -> list[MemoryLine]:
+        """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
+        return self.rank_lines(text, self.candidate_lines(text, include_private), limit)
+
+    def candidate_lines(self, text: str, include_private: bool = True) -> list[MemoryLine]:
+        """The non-blank, non-heading lines of the chunks that best match ``text``."""
+        request = SearchRequest(text, max_results=CANDIDATE_CHUNKS, min_score=0.0, include_private=include_private)
+        hits = self.engine.search(request)
+        return [MemoryLine(hit.path, number, raw) for hit, number, raw in self.hit_lines(hits)
+                if raw.strip() and not raw.strip().startswith("#")]
+
+    def hit_lines(self, hits: list[SearchHit], skip: set[tuple[str, int]] | None = None,
+                  ) -> list[tuple[SearchHit, int, str]]:
+        """Each distinct (hit, line number, line text) the hits cover, reading every file once."""
+        seen = set(skip or ())
+        files: dict[str, list[str]] = {}
+        out: list[tuple[SearchHit, int, str]] = []
+        for hit in hits:
+            if hit.path not in files:
+                files[hit.path] = self.reader.file_lines(hit.path)
+            file_lines = files[hit.path]
+            for number in range(hit.start_line, min(hit.end_line, len(file_lines)) + 1):
+                if (hit.path, number) not in seen:
+                    seen.add((hit.path, number))
+                    out.append((hit, number, file_lines[number - 1].rstrip("\r")))
+        return out
+
+    def rank_lines(self, text: str, lines: list[MemoryLine], limit: int) -> list[MemoryLine]:
+        if not lines:
+            return []
+        scores = self.exact_first(text, [memory_body(m.text) for m in lines])
+        ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)[:limit]
+        return [MemoryLine(m.path, m.line, m.text, round(float(s), 4)) for s, m in ranked]
+
+    # ----- duplicates ----------------------------------------------------------------------
+    def find_duplicates(self, texts: list[str], include_private: list[bool] | None = None,
+                        ) -> list[MemoryLine | None]:
+        """For each text, the memory line it nearly repeats (similarity >= dedupe_threshold), or None.
+
+        The texts are checked together: one embedding call for their searches, one for the texts
+        and one for the candidate lines those searches bring back, instead of three per text. A
+        group of queued stores (or a capture's facts) costs a fraction of checking each alone.
+        ``include_private[i]`` False: text i is only compared with lines its caller may read.
+        """
+        try:
+            self.engine.searcher.embed_queries_ahead(texts)  # does nothing for a lone text
+        except EmbeddingError:
+            pass  # each search falls back to keywords on its own and notes the degradation
+        visible = include_private or [True] * len(texts)
+        candidates = [self.candidate_lines(text, private) for text, private in zip(texts, visible)]
+        if len(texts) > 1:  # a lone text's comparison embeds its candidate lines in one call anyway
+            self._embed_ahead(list(dict.fromkeys(
+                [*texts, *(memory_body(m.text) for lines in candidates for m in lines)])))
+        threshold = self.engine.settings.capture.dedupe_threshold
+        found: list[MemoryLine | None] = []
+        for text, lines in zip(texts, candidates):
+            best = self.rank_lines(text, lines, limit=1)
+            found.append(best[0] if best and best[0].score >= threshold else None)
+        return found
+
+    def is_duplicate(self, text: str, others: list[str]) -> int | None:
+        """The index of the first of ``others`` that ``text`` nearly repeats, or None."""
+        if not others:
+            return None
+        scores = self.exact_first(text, others)
+        best = max(range(len(others)), key=lambda i: scores[i])
+        return best if scores[best] >= self.engine.settings.capture.dedupe_threshold else None
+
+    # ----- scores --------------------------------------------------------------------------
+    def similarities(self, text: str, others: list[str]) -> list[float]:
+        """Cosine similarity of embeddings when an embedder is ready, else token overlap."""
+        if self.engine.embedder is not None:
+            try:
+                vectors = self._embed_cached([text, *others])
+                return [float(v) for v in vectors[1:] @ vectors[0]]
+            except EmbeddingError as exc:
+                self.engine.note_degraded(f"embedding failed: {exc}")
+        query = set(keyword_tokens(text.lower()))
+        return [jaccard(query, set(keyword_tokens(o.lower()))) for o in others]
+
+    def exact_first(self, text: str, others: list[str]) -> list[float]:
+        """``similarities``, with 1.0 where case, spacing and punctuation are all that differ."""
+        key = _letters(text)
+        scores = self.similarities(text, others)
+        return [1.0 if _letters(o) == key else s for o, s in zip(others, scores)]
+
+    def _embed_ahead(self, texts: list[str]) -> None:
+        """Embed many short texts in one call, so each comparison after it finds them cached."""
+        if self.engine.embedder is not None and len(texts) > 1:
+            try:
+                self._embed_cached(texts)
+            except EmbeddingError:
+                pass  # each comparison falls back on its own and notes the degradation
+
+    def _embed_cached(self, texts: list[str]) -> Any:
+        """Embeddings of short texts (memory lines), through the embedding cache."""
+        assert self.engine.embedder is not None
+        return embed_through_cache(self.engine.embedder, self.engine.cache, texts, "line")
+
+
+def memory_body(line: str) -> str:
+    """A bullet's text without the bullet and category markers."""
+    body = line.strip().removeprefix("- ").removeprefix("* ")
+    if body.startswith("[") and "] " in body:
+        body = body.split("] ", 1)[1]
+    return _LEARNED_DATE.sub("", body)
+
+
+def _letters(text: str) -> str:
+    return _NOT_LETTER_OR_DIGIT.sub("", memory_body(text).casefold())
