@@ -31,13 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import emit, loadavg, machine  # noqa: E402
-from mcp_memory.capture import ChatModelExtractor, RuleExtractor, check_fact, select_candidates  # noqa: E402
-from mcp_memory.capture.facts import Fact, with_date  # noqa: E402
-from mcp_memory.config import load_settings  # noqa: E402
-from mcp_memory.memory import Memory  # noqa: E402
-from mcp_memory.safety import find_secrets  # noqa: E402
-from mcp_memory.transcripts import Message  # noqa: E402
+from bench.machine import emit, loadavg, machine
+from mcp_memory.capture import ChatModelExtractor, RuleExtractor, check_fact, select_candidates
+from mcp_memory.capture.facts import Fact, with_date
+from mcp_memory.config import load_settings
+from mcp_memory.memory import Memory
+from mcp_memory.safety import find_secrets
+from mcp_memory.transcripts import Message
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {"dev": DATA / "capture_messages.jsonl", "heldout": DATA / "capture_heldout.jsonl"}

@@ -22,13 +22,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_memory.config import load_settings  # noqa: E402
-from mcp_memory.memory import Memory  # noqa: E402
+from mcp_memory.config import load_settings
+from mcp_memory.memory import Memory
 
 # (note, Chinese query, English query)
 ZH_NOTES = [
-    ("我们决定使用 PostgreSQL 作为主数据库，不再使用 MySQL。", "主数据库选了哪个？", "Which database did we choose as the main one?"),
-    ("用户喜欢用 pnpm 管理前端依赖，不要用 npm 或 yarn。", "前端项目该用什么包管理器？", "What package manager should the frontend use?"),
+    ("我们决定使用 PostgreSQL 作为主数据库，不再使用 MySQL。", "主数据库选了哪个？",
+     "Which database did we choose as the main one?"),
+    ("用户喜欢用 pnpm 管理前端依赖，不要用 npm 或 yarn。", "前端项目该用什么包管理器？",
+     "What package manager should the frontend use?"),
     ("所有接口都必须加上 /api/v2 前缀。", "新接口的路径要以什么开头？", "What prefix do the API endpoints need?"),
     ("每周五下午三点开团队周会，地点在三楼会议室。", "周会是什么时候开？", "When is the weekly team meeting?"),
     ("生产环境部署在阿里云杭州区域，使用 Kubernetes 集群。", "线上服务部署在哪里？", "Where is production deployed?"),
@@ -41,14 +43,16 @@ ZH_NOTES = [
     ("缓存层使用 Redis，过期时间默认十分钟。", "缓存默认多久过期？", "What is the default cache expiry?"),
     ("发布流程：先合并到 main 分支，再打标签触发流水线。", "怎么发布新版本？", "How do we release a new version?"),
     ("用户更喜欢简洁的回答，不要长篇大论。", "回答用户时应该是什么风格？", "What answer style does the user prefer?"),
-    ("测试服务器的地址是 test.example.cn，只能在内网访问。", "测试环境怎么访问？", "How can the test server be reached?"),
+    ("测试服务器的地址是 test.example.cn，只能在内网访问。", "测试环境怎么访问？",
+     "How can the test server be reached?"),
     ("我们的客户主要在东南亚，所以时区以新加坡时间为准。", "排期按哪个时区？", "Which time zone do we schedule in?"),
     ("文档统一写在飞书知识库里。", "文档放在哪里？", "Where is the documentation kept?"),
     ("图片上传限制为五兆字节以内。", "上传图片最大多大？", "What is the image upload size limit?"),
     ("用户每天早上七点跑步五公里。", "用户早上有什么运动习惯？", "What does the user do every morning for exercise?"),
     ("密码必须至少十二位，并包含数字和符号。", "密码有什么规则？", "What are the password rules?"),
     ("搜索功能用 Elasticsearch 实现，中文分词用 IK 插件。", "搜索是用什么做的？", "What powers the search feature?"),
-    ("下个季度的目标是把首页加载时间降到一秒以内。", "下季度的性能目标是什么？", "What is next quarter's performance goal?"),
+    ("下个季度的目标是把首页加载时间降到一秒以内。", "下季度的性能目标是什么？",
+     "What is next quarter's performance goal?"),
     ("用户的猫叫小白，是一只三岁的英短。", "用户养的宠物叫什么名字？", "What is the name of the user's cat?"),
     ("数据库备份每天凌晨两点自动执行。", "备份什么时候跑？", "When do database backups run?"),
 ]

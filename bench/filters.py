@@ -106,8 +106,8 @@ def evaluate(rows: list[dict[str, Any]], detect: Detector, repeats: int = 3) -> 
         for row in rows:
             detect(row["text"])
     micros = (time.perf_counter() - started) / (repeats * len(rows)) * 1e6
-    positives = [(row, hit) for row, hit in zip(rows, flagged) if row["label"]]
-    negatives = [(row, hit) for row, hit in zip(rows, flagged) if not row["label"]]
+    positives = [(row, hit) for row, hit in zip(rows, flagged, strict=True) if row["label"]]
+    negatives = [(row, hit) for row, hit in zip(rows, flagged, strict=True) if not row["label"]]
     by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     by_lang: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     fp_by_lang: dict[str, list[int]] = defaultdict(lambda: [0, 0])

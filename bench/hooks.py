@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import emit, loadavg, machine  # noqa: E402
+from bench.machine import emit, loadavg, machine
 
 TOPICS = ["deploy", "database", "billing", "frontend", "hiring", "travel", "garden", "budget", "kids", "health"]
 PROMPTS = ["which package manager do we use for the web app?", "help me set up a new Node.js project",
@@ -47,7 +47,7 @@ def make_workspace(root: Path, notes: int) -> None:
         for _ in range(rng.randint(8, 20)):
             topic = rng.choice(TOPICS)
             lines.append(f"- [{topic}] note {i}-{rng.randint(0, 9999)} about {topic}: "
-                         + " ".join(rng.choice(TOPICS + ["review", "plan", "fix", "call", "order"]) for _ in range(12)))
+                         + " ".join(rng.choice([*TOPICS, "review", "plan", "fix", "call", "order"]) for _ in range(12)))
         (root / "memory" / f"{day.isoformat()}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
         day += dt.timedelta(days=1)
 

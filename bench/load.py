@@ -73,10 +73,11 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from importlib.metadata import version  # noqa: E402
+from importlib.metadata import version
 
-from machine import emit, loadavg, machine, percentile  # noqa: E402
-from mcp import Client  # noqa: E402
+from mcp import Client
+
+from machine import emit, loadavg, machine, percentile
 
 RSS_TARGET_RATIO = 1.10
 READY_TIMEOUT_S = 300.0
@@ -116,7 +117,8 @@ def note(r: random.Random) -> str:
     if kind == 1:
         return f"- [preference] {p} prefers {t} for {c} work and avoids {t2}."
     if kind == 2:
-        return f"- [fact] {p} moved to {city} in {r.choice(['March', 'June', 'September', 'December'])} and now leads {pr}."
+        return (f"- [fact] {p} moved to {city} in {r.choice(['March', 'June', 'September', 'December'])} "
+                f"and now leads {pr}.")
     if kind == 3:
         return f"- [entity] {pr} {c} is owned by {p}; it runs on {t} behind {t2}."
     if kind == 4:
@@ -264,7 +266,8 @@ class Server:
                 return time.perf_counter() - started
             time.sleep(0.05)
         self.stop()
-        raise SystemExit(f"server did not listen within {START_TIMEOUT_S:.0f}s:\n{self.log.read_text(errors='replace')}")
+        raise SystemExit(
+            f"server did not listen within {START_TIMEOUT_S:.0f}s:\n{self.log.read_text(errors='replace')}")
 
     def stop(self) -> int | None:
         if self.proc.poll() is None:
@@ -342,7 +345,7 @@ class Run:
                 error = f"tool error: {text[:200]}"
         except TimeoutError:
             error = f"no answer within --request-timeout {self.request_timeout:g}s"
-        except Exception as exc:  # any failure is a figure of the run, never a crash of the bench
+        except Exception as exc:  # noqa: BLE001 - any failure is a figure of the run, never a crash of the bench
             error = f"{type(exc).__name__}: {str(exc)[:200]}"
         self.record(Call(phase, tool, idx, time.perf_counter() - started, error))
         return (None, error) if error else (result, None)
@@ -470,7 +473,7 @@ async def verify(run: Run, clients: list[Client], workspace: Path) -> dict[str, 
                 with anyio.fail_after(run.request_timeout):
                     result = await clients[w].call_tool("memory_search", {"query": s.text, "max_results": 10})
                 results[j] = not result.is_error and found_at(result, s.path, s.line)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a search that failed found nothing: a figure of the run
                 results[j] = False
 
     started = time.perf_counter()
@@ -614,7 +617,8 @@ def summary(results: dict[str, Any]) -> str:
                f"{start.get('chunks')} chunks, embedder {(start.get('embedder') or {}).get('provider')}"
                f"/{(start.get('embedder') or {}).get('model')}")
     out.append(f"server: {' '.join(s['command'])}")
-    out.append(f"    listening after {s.get('listen_s')}s, ready (memory_status, all embedded) after {s.get('ready_s')}s; "
+    out.append(f"    listening after {s.get('listen_s')}s, "
+               f"ready (memory_status, all embedded) after {s.get('ready_s')}s; "
                f"{a['clients']} clients connected in {results.get('connect_s')}s ({results.get('protocol')})")
     ph = results.get("phases", {})
     for name, label in (("warmup", "warm-up"), ("load", "load"), ("baseline", "baseline")):
@@ -639,7 +643,8 @@ def summary(results: dict[str, Any]) -> str:
         out.append(f"    load / baseline: throughput {ratio}x, memory_search p50 / memory_status p50 {p50}x")
     wr = results.get("writes", {})
     if wr:
-        out.append(f"[writes] {wr['stores_sent']} stores sent, {wr['stores_failed']} failed, {wr['stored_true']} stored; "
+        out.append(f"[writes] {wr['stores_sent']} stores sent, {wr['stores_failed']} failed, "
+                   f"{wr['stored_true']} stored; "
                    f"lost {wr['lost_writes']} (missing {wr['missing_from_markdown']}, refused as duplicates "
                    f"{wr['refused_as_duplicate']}), duplicated {wr['duplicated_in_markdown']}, "
                    f"not at the cited line {wr['not_at_cited_line']}")

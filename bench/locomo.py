@@ -8,7 +8,8 @@ A question's relevant sessions are those its evidence ids (``D3:5`` = session 3,
 name. All sessions of all ten conversations share one workspace, so a query competes with
 every other conversation. Hits are mapped to sessions in rank order (first occurrence
 counts). Recall@k is the share of a question's relevant sessions among the first k
-distinct sessions; MRR uses the first relevant session within the default result count. Evidence coverage is the share of
+distinct sessions; MRR uses the first relevant session within the default result count. \
+Evidence coverage is the share of
 evidence turns whose line lies inside the line range of one of the top-5 hits.
 
     python bench/locomo.py                       # default configuration, hybrid/bm25/vector
@@ -34,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcp_memory.config import load_settings  # noqa: E402
-from mcp_memory.memory import Memory  # noqa: E402
+from mcp_memory.config import load_settings
+from mcp_memory.memory import Memory
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

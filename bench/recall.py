@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.machine import emit, loadavg, machine  # noqa: E402
-from mcp_memory.config import load_settings  # noqa: E402
-from mcp_memory.memory import Memory  # noqa: E402
-from mcp_memory.recall import fit_to_budget, is_relevant  # noqa: E402
+from bench.machine import emit, loadavg, machine
+from mcp_memory.config import load_settings
+from mcp_memory.memory import Memory
+from mcp_memory.recall import fit_to_budget, is_relevant
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_cases.json"
 FLOORS = {"local": [0.18, 0.20, 0.22, 0.25], "e5": [0.84, 0.86, 0.88]}
@@ -137,7 +137,8 @@ def main() -> None:
     for embedder in args.embedders.split(","):
         figures = results[embedder] = run(embedder, cases, FLOORS.get(embedder, FLOORS["local"]), COVERAGES)
         lines.append(f"{embedder} (default floor {figures['default_floor']}):")
-        lines.append("  gate                    turn   recall  hit   x-lang  silence  hard-silence  precision  per-prompt")
+        lines.append("  gate                    turn   recall  hit   x-lang  silence  hard-silence  "
+                     "precision  per-prompt")
         rows = [(name, turn, f) for name, both in figures["sweep"].items() for turn, f in both.items()]
         rows += [("keywords only", "later_turns", figures["keywords_only"]), ("ungated top 5", "later_turns",
                                                                                 figures["ungated"])]

@@ -59,10 +59,11 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from importlib.metadata import version  # noqa: E402
+from importlib.metadata import version
 
-from machine import emit, loadavg, machine, percentile  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp import Client, StdioServerParameters
+
+from machine import emit, loadavg, machine, percentile
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 DEFAULT_WORKSPACE = Path(os.environ.get("TMPDIR") or "/tmp") / "mcp-memory-server-bench"
@@ -261,7 +262,7 @@ def prepare_workspace(workspace: Path, data: list[dict]) -> dict[str, Any]:
     log(f"workspace {workspace}: {'had an index' if had_index else 'no index yet'}; running mcp-memory index")
     started = time.perf_counter()
     out = subprocess.run([*memory_command(), "index", "--quiet", "--workspace", str(workspace)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env())
+                         capture_output=True, text=True, env=server_env())
     index_s = time.perf_counter() - started
     if out.returncode:
         raise SystemExit(f"mcp-memory index failed (exit {out.returncode}):\n{out.stderr}")
@@ -663,7 +664,7 @@ def main() -> None:
     picked = random.Random(42).sample(questions, WARMUP_QUERIES + args.queries) if args.queries else []
     warmups, queries = picked[:WARMUP_QUERIES], picked[WARMUP_QUERIES:]
     log(f"{len(questions)} distinct LoCoMo questions; {len(queries)} measured, {len(warmups)} warm-up")
-    results["queries_sample"] = queries[:5] + ["..."]
+    results["queries_sample"] = [*queries[:5], "..."]
 
     results["workspace"] = prepare_workspace(args.workspace, data)
     with tempfile.TemporaryDirectory(prefix="mcp-memory-server-bench-floor-") as tmp:

@@ -60,13 +60,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcp_memory.chunking import chunk_markdown, estimate_tokens  # noqa: E402
-from mcp_memory.config import load_settings  # noqa: E402
-from machine import emit, loadavg, machine  # noqa: E402
-from mcp_memory.embedding import create_embedder, normalize  # noqa: E402
-from mcp_memory.embedding.cache import EmbeddingCache, cache_key  # noqa: E402
-from mcp_memory.memory import Memory  # noqa: E402
-from mcp_memory.workspace import Workspace, file_date, read_text  # noqa: E402
+from machine import emit, loadavg, machine
+from mcp_memory.chunking import chunk_markdown, estimate_tokens
+from mcp_memory.config import load_settings
+from mcp_memory.embedding import create_embedder, normalize
+from mcp_memory.embedding.cache import EmbeddingCache, cache_key
+from mcp_memory.memory import Memory
+from mcp_memory.workspace import Workspace, file_date, read_text
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 BUILD_VERSION = 1  # bump when the generated workspace changes
@@ -310,7 +310,7 @@ def build_workspace(n: int, root: Path, data_path: Path, provider: str | None) -
         j = np.arange(start, start + len(part))
         vectors = normalize(base[j % BASE_COUNT] + NOISE * rng.standard_normal((len(part), base.shape[1])))
         keys = [cache_key(embedder.provider, embedder.model, embedder.dimensions, t) for t in part]
-        cache.put_many(dict(zip(keys, vectors)))
+        cache.put_many(dict(zip(keys, vectors, strict=True)))
     cached = len(cache)
     cache.close()
     info.update(prefill_s=round(time.perf_counter() - started, 2), cached_vectors=cached)
@@ -679,12 +679,15 @@ def summary(results: dict) -> str:
         s, e, k = r["search"], r["embed_query"], r["bm25_search"]
         verdict = "" if r["target_p50_ms"] is None else (
             f"  target <= {r['target_p50_ms']:g} ms p50: {'PASS' if r['meets_target'] else 'FAIL'}")
-        out.append(f"    search       p50 {s['p50_ms']:7.2f}  p95 {s['p95_ms']:7.2f}  mean {s['mean_ms']:7.2f} ms{verdict}")
+        out.append(f"    search       p50 {s['p50_ms']:7.2f}  p95 {s['p95_ms']:7.2f}  "
+                   f"mean {s['mean_ms']:7.2f} ms{verdict}")
         c = r["search_vector_cached"]
         out.append(f"    search, query vector cached  p50 {c['p50_ms']:7.2f}  p95 {c['p95_ms']:7.2f}  "
                    f"mean {c['mean_ms']:7.2f} ms (engine cost measured directly)")
-        out.append(f"    embed_query  p50 {e['p50_ms']:7.2f}  p95 {e['p95_ms']:7.2f}  mean {e['mean_ms']:7.2f} ms (baseline)")
-        out.append(f"    bm25 search  p50 {k['p50_ms']:7.2f}  p95 {k['p95_ms']:7.2f}  mean {k['mean_ms']:7.2f} ms (baseline)")
+        out.append(f"    embed_query  p50 {e['p50_ms']:7.2f}  p95 {e['p95_ms']:7.2f}  "
+                   f"mean {e['mean_ms']:7.2f} ms (baseline)")
+        out.append(f"    bm25 search  p50 {k['p50_ms']:7.2f}  p95 {k['p95_ms']:7.2f}  "
+                   f"mean {k['mean_ms']:7.2f} ms (baseline)")
         ed = r["edit_one_file"]
         out.append(f"    one-line edit of one file: sync {ed['sync_s']}s, then first search {ed['first_search_ms']} ms "
                    f"(snapshot reload; query vector cached), second {ed['second_search_ms']} ms")
@@ -764,14 +767,15 @@ def main() -> None:
 
     run_started = time.perf_counter()
     results: dict[str, Any] = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                               "machine": machine(numpy=np.__version__, threadpoolctl=_has_threadpoolctl()), "loadavg_start": loadavg(), "root": str(root)}
+                               "machine": machine(numpy=np.__version__, threadpoolctl=_has_threadpoolctl()),
+                               "loadavg_start": loadavg(), "root": str(root)}
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.skip_100k:
         sizes = [s for s in sizes if s != 100_000]
     conversations, questions = load_locomo(args.data)
     picked = random.Random(42).sample(questions, WARMUP_QUERIES + args.queries)
     warmups, queries = picked[:WARMUP_QUERIES], picked[WARMUP_QUERIES:]
-    results["queries_sample"] = queries[:5] + ["..."]
+    results["queries_sample"] = [*queries[:5], "..."]
     log(f"{len(questions)} distinct LoCoMo questions; {len(queries)} measured, {len(warmups)} warm-up")
 
     root.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import emit, loadavg, machine  # noqa: E402
+from machine import emit, loadavg, machine
 
 _CHILD = r"""
 import json, sys, tempfile

@@ -24,7 +24,8 @@ with atheris.instrument_imports():
 _NOTES = [
     ("a", "MEMORY.md", "The user prefers pnpm over npm and yarn.", None),
     ("b", "memory/2026-11-20.md", "部署在阿里云杭州区域，使用 Kubernetes 集群。", dt.date(2026, 11, 20)),
-    ("c", "memory/projects/db.md", "We chose PostgreSQL 16 (AND/OR NOT) \"quoted\" field:value [range] {x} ~2 ^3", None),
+    ("c", "memory/projects/db.md",
+     "We chose PostgreSQL 16 (AND/OR NOT) \"quoted\" field:value [range] {x} ~2 ^3", None),
 ]
 _INDEX: KeywordIndex | None = None
 

@@ -16,8 +16,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_memory.capture import (
-    Candidate, ChatModelExtractor, ExtractionError, Extractor, Fact, RuleExtractor, Skipped, check_fact,
-    is_memory_run, select_candidates,
+    Candidate,
+    ChatModelExtractor,
+    ExtractionError,
+    Extractor,
+    Fact,
+    RuleExtractor,
+    Skipped,
+    check_fact,
+    is_memory_run,
+    select_candidates,
 )
 from mcp_memory.capture.facts import with_date
 from mcp_memory.capture.filters import preview
@@ -149,8 +157,9 @@ class CaptureFlow:
 
     def _not_in_memory(self, facts: list[Fact], skipped: list[Skipped], include_private: bool) -> list[Fact]:
         fresh: list[Fact] = []
-        duplicates = self.similarity.find_duplicates([memory_body(f.text) for f in facts], [include_private] * len(facts))
-        for fact, duplicate in zip(facts, duplicates):
+        bodies = [memory_body(f.text) for f in facts]
+        duplicates = self.similarity.find_duplicates(bodies, [include_private] * len(facts))
+        for fact, duplicate in zip(facts, duplicates, strict=True):
             if duplicate is not None:
                 skipped.append(Skipped(preview(fact.text), f"already in memory at {duplicate.citation}"))
             else:

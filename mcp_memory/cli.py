@@ -10,7 +10,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import Any, TypeAlias
 
 from mcp_memory import __version__
 from mcp_memory.config import ConfigError, Settings, load_settings
@@ -292,7 +292,7 @@ class _ProgressBars:
         bar.total = max(total, done)
         bar.update(done - bar.n)
 
-    def __enter__(self) -> "_ProgressBars":
+    def __enter__(self) -> _ProgressBars:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -320,24 +320,46 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # SUPPRESS: an option given before the command must survive the sub-parser's defaults.
-    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    common.add_argument("--workspace", "-w", help="workspace folder (default: $MCP_MEMORY_WORKSPACE or a per-user folder)")
-    common.add_argument("--config", help="TOML settings file (default: <workspace>/mcp-memory.toml)")
-    common.add_argument("--index-path", help="where the derived index lives (folder or LanceDB URI)")
-    common.add_argument("--embedder", choices=["local", "e5", "openai", "none"], help="embedding provider")
-    common.add_argument("--verbose", "-v", action="count", help="log more to stderr (-vv: debug)")
-
+    common = _common_options()
     parser = argparse.ArgumentParser(
         prog="mcp-memory", description="Local-first long-term memory for AI agents.", parents=[common]
     )
     parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # In this order in --help.
+    _add_index_command(sub, common)
+    _add_reading_commands(sub, common)
+    _add_serve_command(sub, common)
+    _add_doctor_command(sub, common)
+    _add_recall_command(sub, common)
+    _add_capture_commands(sub, common)
+    _add_status_command(sub, common)
+    return parser
 
+
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # what add_subparsers returns
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """Options every command takes, before or after its name."""
+    # SUPPRESS: an option given before the command must survive the sub-parser's defaults.
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("--workspace", "-w",
+                        help="workspace folder (default: $MCP_MEMORY_WORKSPACE or a per-user folder)")
+    common.add_argument("--config", help="TOML settings file (default: <workspace>/mcp-memory.toml)")
+    common.add_argument("--index-path", help="where the derived index lives (folder or LanceDB URI)")
+    common.add_argument("--embedder", choices=["local", "e5", "openai", "none"], help="embedding provider")
+    common.add_argument("--verbose", "-v", action="count", help="log more to stderr (-vv: debug)")
+    return common
+
+
+def _add_index_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("index", parents=[common], help="sync the index with the files and embed new chunks")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.set_defaults(handler=_cmd_index)
 
+
+def _add_reading_commands(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("search", parents=[common], help="search the memory")
     p.add_argument("query")
     p.add_argument("-k", "--max-results", dest="k", type=int, default=None, help="number of results (default 6)")
@@ -355,6 +377,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_get)
 
+
+def _add_serve_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
     p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP/SSE address (default 127.0.0.1)")
@@ -381,17 +405,23 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not answer hooks on a loopback port (they then work in-process)")
     p.set_defaults(handler=_cmd_serve)
 
+
+def _add_doctor_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("doctor", parents=[common], help="check the index against the files (exit 1 on problems)")
     p.add_argument("--repair", action="store_true", help="fix what is found (sync, or rebuild when rows are wrong)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_doctor)
 
+
+def _add_recall_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("recall", parents=[common], help="print the <relevant-memories> block for a prompt")
     p.add_argument("prompt")
     p.add_argument("--session", default=None, help="session key: memories recalled in its last turns are skipped")
     p.add_argument("--keywords-only", action="store_true", help="no vector index or model (as a cold hook)")
     p.set_defaults(handler=_cmd_recall)
 
+
+def _add_capture_commands(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("capture", parents=[common],
                        help="capture durable facts from a transcript (JSONL/JSON) or a JSON message list on stdin")
     p.add_argument("transcript", nargs="?", default=None,
@@ -407,8 +437,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop) or session-end (SessionEnd)")
     p.set_defaults(handler=_cmd_hook)
 
+
+def _add_status_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("status", parents=[common], help="what the index holds and its health")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-sync", action="store_true", help="report without syncing first")
     p.set_defaults(handler=_cmd_status)
-    return parser

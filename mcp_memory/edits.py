@@ -138,7 +138,7 @@ class Editor:
         """The requests to write: not near-duplicates of memory, nor of an earlier request in the batch."""
         written: list[_StoreRequest] = []
         duplicates = self.similarity.find_duplicates([r.text for r in batch], [r.include_private for r in batch])
-        for request, duplicate in zip(batch, duplicates):
+        for request, duplicate in zip(batch, duplicates, strict=True):
             if duplicate is not None:
                 request.result = StoreResult(False, duplicate)
                 continue
@@ -188,7 +188,8 @@ class Editor:
         if not candidates:
             return ForgetResult(None, [], "no memory matches the query; nothing removed")
         if not confirm:
-            return ForgetResult(None, candidates, "candidates only; call again with confirm=true, or with path and line")
+            return ForgetResult(None, candidates,
+                                "candidates only; call again with confirm=true, or with path and line")
         best = candidates[0]
         runner_up = candidates[1].score if len(candidates) > 1 else 0.0
         if best.score >= CLEAR_MATCH and best.score - runner_up >= CLEAR_MARGIN:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
@@ -28,6 +28,9 @@ from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
 from mcp_memory.search import HybridSearcher, SearchSnapshot
 from mcp_memory.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +155,7 @@ class Engine:
             self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
             self._generation = generation
 
-    def _newest_rows(self) -> object:
+    def _newest_rows(self) -> pa.Table:
         self.refresh_handles()
         return self.vectors.snapshot_rows()
 
@@ -178,7 +181,7 @@ class Engine:
             self.refresh_handles()
             self.vectors.count()
             self.keywords.count()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a probe: whatever LanceDB or Tantivy raise, the index is not readable
             return False
         return True
 

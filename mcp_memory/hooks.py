@@ -29,12 +29,16 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcp_memory.bridge import call_bridge, loggable
 from mcp_memory.config import Settings
-from mcp_memory.recall import format_recall
 from mcp_memory.hits import SearchHit
+from mcp_memory.recall import format_recall
+
+if TYPE_CHECKING:  # the prompt hook must not import the index (NumPy, Arrow) just to be typed
+    from mcp_memory.capture_flow import CaptureResult
+    from mcp_memory.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +58,7 @@ class InvalidReply(ValueError):
 
 
 # ----- server side: what the bridge answers ---------------------------------------------------
-def handle_request(memory: Any, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
+def handle_request(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
     """Answer one bridge request with ``memory`` (a ``Memory``); raises ``ValueError`` on bad requests.
 
     ``include_private`` is passed on to recall and capture: false (a server shared with
@@ -73,7 +77,7 @@ def handle_request(memory: Any, request: dict[str, Any], include_private: bool =
     raise BadRequest(f"unknown operation {loggable(op, 40)!r}")
 
 
-def capture_transcript(memory: Any, request: dict[str, Any], include_private: bool = True) -> Any:
+def capture_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> CaptureResult:
     """Capture from ``transcript_path`` or ``messages`` in a request or hook payload."""
     from mcp_memory.transcripts import messages_from_json, read_transcript
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from mcp_memory.capture import Extractor
@@ -97,7 +98,8 @@ class Memory:
         """Bring keyword rows and cached vectors up to date (fast; no new embeddings)."""
         return self.engine.sync(progress)
 
-    def backfill(self, progress: Progress | None = None, should_stop: Any = None, wait: float = 0) -> int:
+    def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
+                 wait: float = 0) -> int:
         """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
         return self.engine.backfill(progress, should_stop, wait=wait)
 

@@ -30,7 +30,7 @@ class PrivacyRules:
     patterns: tuple[str, ...]
 
     @classmethod
-    def from_settings(cls, patterns: list[str] | tuple[str, ...]) -> "PrivacyRules":
+    def from_settings(cls, patterns: list[str] | tuple[str, ...]) -> PrivacyRules:
         cleaned = (_clean_pattern(p) for p in patterns)
         return cls(tuple(dict.fromkeys(p for p in cleaned if p)))
 

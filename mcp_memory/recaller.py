@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
-from mcp_memory.chunking import chunk_markdown
+from mcp_memory.chunking import Chunk, chunk_markdown
 from mcp_memory.engine import Engine
 from mcp_memory.errors import PathError
 from mcp_memory.hits import SearchHit
@@ -96,7 +96,7 @@ class Recaller:
         if not lines or floor is None:
             return []
         scores = self.similarity.similarities(prompt, [memory_body(text) for _, _, text in lines])
-        ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)
+        ranked = sorted(zip(scores, lines, strict=True), key=lambda pair: pair[0], reverse=True)
         return [
             SearchHit(path=hit.path, start_line=number, end_line=number, score=round(float(score), 4), snippet=text,
                       source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4))
@@ -119,7 +119,7 @@ class Recaller:
         wanted: dict[str, set[str]] = {}
         for hit in found.hits:
             wanted.setdefault(hit.path, set()).add(hit.id)
-        chunks = []
+        chunks: list[Chunk] = []
         c = settings.chunking
         for path, ids in wanted.items():
             try:
@@ -127,7 +127,8 @@ class Recaller:
                 text = read_text(file.abs_path)
             except (PathError, OSError, UnicodeDecodeError, ValueError):
                 continue
-            chunks.extend(ch for ch in chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap) if ch.id in ids)
+            pieces = chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap)
+            chunks.extend(ch for ch in pieces if ch.id in ids)
         searcher = HybridSearcher(keywords, None, settings.search)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
         return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score))

@@ -26,14 +26,14 @@ class SearchRequest:
     @classmethod
     def of(cls, query: str, *, max_results: int | None = None, min_score: float | None = None,
            path_prefix: str | None = None, after: dt.date | str | None = None, before: dt.date | str | None = None,
-           include_private: bool = True, today: dt.date | None = None) -> "SearchRequest":
+           include_private: bool = True, today: dt.date | None = None) -> SearchRequest:
         """A request from loosely typed input (dates as ``YYYY-MM-DD`` strings); ``SearchError`` if malformed."""
         if not isinstance(query, str):
             raise SearchError("query must be a string")
         return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
                    as_date(before, "before"), include_private, today)
 
-    def with_(self, **changes: object) -> "SearchRequest":
+    def with_(self, **changes: object) -> SearchRequest:
         """A copy with some fields changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
 

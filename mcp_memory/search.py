@@ -24,10 +24,10 @@ import datetime as dt
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from mcp_memory.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.config import SearchSettings
@@ -37,6 +37,9 @@ from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
+
+if TYPE_CHECKING:
+    from mcp_memory.chunking import Chunk
 
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
@@ -50,7 +53,7 @@ class SearchSnapshot:
     start_lines: np.ndarray
     end_lines: np.ndarray
     dates: list[dt.date | None]
-    texts: pa.ChunkedArray
+    texts: pa.ChunkedArray[pa.StringScalar]
     row_of: dict[str, int]
     vectors: np.ndarray  # (m, d) for the rows in vector_rows
     vector_rows: np.ndarray  # row numbers that have a vector
@@ -68,9 +71,11 @@ class SearchSnapshot:
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
-        ids = table.column("id").to_pylist()
+        # cast: id and path are non-nullable string columns (chunk_schema), so no None
+        ids = cast("list[str]", table.column("id").to_pylist())
         if "vector" in table.column_names and table.num_rows:
-            column = table.column("vector").combine_chunks()
+            # cast: the vector column is a fixed-size list of float32 (chunk_schema)
+            column = cast("pa.FixedSizeListArray[Any, int]", table.column("vector").combine_chunks())
             valid = np.asarray(column.is_valid())
             vector_rows = np.flatnonzero(valid)
             if len(vector_rows):
@@ -86,7 +91,7 @@ class SearchSnapshot:
         has_vector[vector_rows] = True
         return cls(
             ids=ids,
-            paths=table.column("path").to_pylist(),
+            paths=cast("list[str]", table.column("path").to_pylist()),
             start_lines=table.column("start_line").to_numpy(),
             end_lines=table.column("end_line").to_numpy(),
             dates=table.column("date").to_pylist(),
@@ -98,7 +103,7 @@ class SearchSnapshot:
         )
 
     @classmethod
-    def from_chunks(cls, chunks: list[Any]) -> SearchSnapshot:
+    def from_chunks(cls, chunks: list[Chunk]) -> SearchSnapshot:
         """A snapshot of a few chunks without vectors (keyword-only recall, no vector index opened)."""
         return cls.from_arrow(pa.table({
             "id": pa.array([c.id for c in chunks], pa.string()),
@@ -233,12 +238,13 @@ class HybridSearcher:
         if self.embedder is None:
             return
         with self._lock:
-            missing = list(dict.fromkeys(q for q in map(_clean_query, queries) if q.strip() and q not in self._query_vectors))
+            missing = list(dict.fromkeys(
+                q for q in map(_clean_query, queries) if q.strip() and q not in self._query_vectors))
         if len(missing) < 2:
             return  # one query gains nothing: its search embeds it
         vectors = self.embedder.embed_queries(missing)
         with self._lock:
-            for query, vector in zip(missing, vectors):
+            for query, vector in zip(missing, vectors, strict=False):  # whatever the embedder returned
                 self._remember_query_vector(query, vector)
 
     def _query_vector(self, query: str) -> np.ndarray:

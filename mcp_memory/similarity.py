@@ -11,7 +11,7 @@ lines come back from call to call.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_memory.analysis import jaccard, keyword_tokens
 from mcp_memory.embedding import EmbeddingError
@@ -20,6 +20,9 @@ from mcp_memory.engine import Engine
 from mcp_memory.hits import MemoryLine, SearchHit
 from mcp_memory.reading import Reader
 from mcp_memory.requests import SearchRequest
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
 _NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_"
@@ -65,7 +68,7 @@ class Similarity:
         if not lines:
             return []
         scores = self.exact_first(text, [memory_body(m.text) for m in lines])
-        ranked = sorted(zip(scores, lines), key=lambda pair: pair[0], reverse=True)[:limit]
+        ranked = sorted(zip(scores, lines, strict=True), key=lambda pair: pair[0], reverse=True)[:limit]
         return [MemoryLine(m.path, m.line, m.text, round(float(s), 4)) for s, m in ranked]
 
     # ----- duplicates ----------------------------------------------------------------------
@@ -83,13 +86,14 @@ class Similarity:
         except EmbeddingError:
             pass  # each search falls back to keywords on its own and notes the degradation
         visible = include_private or [True] * len(texts)
-        candidates = [self.candidate_lines(text, private) for text, private in zip(texts, visible)]
+        # include_private comes from the caller: as before, a shorter list checks fewer texts
+        candidates = [self.candidate_lines(text, private) for text, private in zip(texts, visible, strict=False)]
         if len(texts) > 1:  # a lone text's comparison embeds its candidate lines in one call anyway
             self._embed_ahead(list(dict.fromkeys(
                 [*texts, *(memory_body(m.text) for lines in candidates for m in lines)])))
         threshold = self.engine.settings.capture.dedupe_threshold
         found: list[MemoryLine | None] = []
-        for text, lines in zip(texts, candidates):
+        for text, lines in zip(texts, candidates, strict=False):
             best = self.rank_lines(text, lines, limit=1)
             found.append(best[0] if best and best[0].score >= threshold else None)
         return found
@@ -118,7 +122,7 @@ class Similarity:
         """``similarities``, with 1.0 where case, spacing and punctuation are all that differ."""
         key = _letters(text)
         scores = self.similarities(text, others)
-        return [1.0 if _letters(o) == key else s for o, s in zip(others, scores)]
+        return [1.0 if _letters(o) == key else s for o, s in zip(others, scores, strict=True)]
 
     def _embed_ahead(self, texts: list[str]) -> None:
         """Embed many short texts in one call, so each comparison after it finds them cached."""
@@ -128,7 +132,7 @@ class Similarity:
             except EmbeddingError:
                 pass  # each comparison falls back on its own and notes the degradation
 
-    def _embed_cached(self, texts: list[str]) -> Any:
+    def _embed_cached(self, texts: list[str]) -> np.ndarray:
         """Embeddings of short texts (memory lines), through the embedding cache."""
         assert self.engine.embedder is not None
         return embed_through_cache(self.engine.embedder, self.engine.cache, texts, "line")

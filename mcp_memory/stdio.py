@@ -68,7 +68,8 @@ def error_for_unreadable(exc: Exception) -> types.JSONRPCError | None:
         why = (f"not strict JSON ({_first_error(exc)}): lone UTF-16 surrogate escapes such as \\ud800, "
                "NaN and Infinity are refused")
     else:
-        why = _first_error(exc, "JSONRPCRequest" if isinstance(parsed, dict) and "id" in parsed else "JSONRPCNotification")
+        kind = "JSONRPCRequest" if isinstance(parsed, dict) and "id" in parsed else "JSONRPCNotification"
+        why = _first_error(exc, kind)
     # Only a request's own id is echoed: anything else might match a request the client made.
     request_id = _id_of(parsed) if isinstance(parsed, dict) and "method" in parsed else None
     return _error(request_id, INVALID_REQUEST, f"Invalid Request: {why}")
@@ -106,7 +107,7 @@ class _AnsweringReadStream:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    def __aiter__(self) -> "_AnsweringReadStream":
+    def __aiter__(self) -> _AnsweringReadStream:
         return self
 
     async def __anext__(self) -> Any:
@@ -115,7 +116,7 @@ class _AnsweringReadStream:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> "_AnsweringReadStream":
+    async def __aenter__(self) -> _AnsweringReadStream:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:

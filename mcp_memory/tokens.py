@@ -24,7 +24,8 @@ def tokens_from_flags(values: Iterable[str] | None, flag: str) -> list[str]:
     for raw in values or ():
         token = raw.strip()
         if not token:
-            raise TokenError(f"{flag} was given an empty value (an unset variable?): give a token or leave the flag out")
+            raise TokenError(
+                f"{flag} was given an empty value (an unset variable?): give a token or leave the flag out")
         _check(token, flag)
         tokens.append(token)
     return tokens

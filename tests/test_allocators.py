@@ -17,12 +17,14 @@ _GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 def _run(code: str, environment: dict[str, str] | None = None) -> str:
     drop = {"ARROW_DEFAULT_MEMORY_POOL", "MALLOC_MMAP_THRESHOLD_"}
     env = {k: v for k, v in os.environ.items() if k not in drop} | (environment or {})
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                         capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
-@pytest.mark.parametrize("environment, expected", [({}, "system"), ({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, "mimalloc")])
+@pytest.mark.parametrize("environment, expected",
+                         [({}, "system"), ({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, "mimalloc")])
 def test_arrow_buffers_go_to_the_system_allocator_unless_told_otherwise(environment, expected):
     code = """
         import pyarrow as pa

@@ -30,18 +30,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ServerProcess, indexed_memory, write
 from mcp import Client
-from test_hooks import (
-    MATCHING_PROMPT,
-    MEMORY_MD,
-    LogWatch,
-    assert_clean,
-    index_keywords,
-    prompt_payload,
-    run_hook,
-)
 
+from conftest import ServerProcess, indexed_memory, write
 from mcp_memory.bridge import (
     MAX_CONNECTIONS,
     BridgeServer,
@@ -52,6 +43,15 @@ from mcp_memory.bridge import (
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.hooks import handle_request, hits_from_wire
 from mcp_memory.memory import Memory
+from test_hooks import (
+    MATCHING_PROMPT,
+    MEMORY_MD,
+    LogWatch,
+    assert_clean,
+    index_keywords,
+    prompt_payload,
+    run_hook,
+)
 
 LINUX = sys.platform.startswith("linux")
 HAS_PROC = process_identity(os.getpid()) is not None
@@ -104,7 +104,8 @@ def talk_signed(port: int, token: str, body: str) -> dict[str, Any]:
     sock, challenge = greeted(port)
     nonce = secrets.token_hex(16)
     with sock:
-        envelope = {"nonce": nonce, "body": body, "mac": mac(token, b"mcp-memory bridge request", challenge, nonce, body)}
+        envelope = {"nonce": nonce, "body": body,
+                    "mac": mac(token, b"mcp-memory bridge request", challenge, nonce, body)}
         sock.sendall(json.dumps(envelope).encode() + b"\n")
         reply = json.loads(read_line(sock))
     assert reply["mac"] == mac(token, b"mcp-memory bridge reply", challenge, nonce, reply["body"])

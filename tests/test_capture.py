@@ -28,8 +28,18 @@ import pytest
 
 from conftest import HashEmbedder, http_server, write
 from mcp_memory.capture import (
-    CATEGORIES, Candidate, ChatModelExtractor, ExtractionError, Fact, RuleExtractor, check_fact, extraction_prompt,
-    is_memory_run, parse_facts, select_candidates, strip_recall_blocks,
+    CATEGORIES,
+    Candidate,
+    ChatModelExtractor,
+    ExtractionError,
+    Fact,
+    RuleExtractor,
+    check_fact,
+    extraction_prompt,
+    is_memory_run,
+    parse_facts,
+    select_candidates,
+    strip_recall_blocks,
 )
 from mcp_memory.capture.facts import absolute_dates, with_date
 from mcp_memory.capture.filters import rejection_reason

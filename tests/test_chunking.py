@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -267,7 +268,7 @@ def test_headings_start_chunks_with_nested_heading_paths():
     assert by_start[line_of(TOPIC, "## People")].heading_path == ("Project Atlas", "People")
     assert by_start[line_of(TOPIC, "# Appendix")].heading_path == ("Appendix",)
     # Sections do not overlap: each chunk starts after the previous one ended.
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in pairwise(chunks):
         assert nxt.start_line > prev.end_line
 
 
@@ -336,7 +337,7 @@ def test_chunks_within_a_section_overlap_by_whole_lines(tokens, overlap):
     runs = section_runs(chunks)
     assert len(runs) == 2 and all(len(run) >= 3 for run in runs)
     for run in runs:
-        for prev, nxt in zip(run, run[1:]):
+        for prev, nxt in pairwise(run):
             assert prev.start_line < nxt.start_line <= prev.end_line, (prev.citation, nxt.citation)
             shared = "\n".join(lines[nxt.start_line - 1 : prev.end_line])
             assert estimate_tokens(shared) <= overlap
@@ -351,7 +352,7 @@ def test_no_overlap_when_overlap_is_zero():
     chunks = chunk_markdown(text, "m.md", tokens=60, overlap=0)
     check_chunks(text, chunks, "m.md")
     assert len(chunks) >= 5
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in pairwise(chunks):
         assert nxt.start_line == prev.end_line + 1
 
 
@@ -361,7 +362,7 @@ def test_more_overlap_repeats_more_lines():
     large = chunk_markdown(text, "m.md", tokens=100, overlap=60)
 
     def repeated(chunks):
-        return sum(prev.end_line - nxt.start_line + 1 for prev, nxt in zip(chunks, chunks[1:]))
+        return sum(prev.end_line - nxt.start_line + 1 for prev, nxt in pairwise(chunks))
 
     assert 0 < repeated(small) < repeated(large)
 

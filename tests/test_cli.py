@@ -71,7 +71,8 @@ def test_index_then_search_json(ws, capsys):
     assert out == ""  # results only; the summary is a message
     assert "3 files" in err and "3 added" in err
 
-    code, out, err = run(capsys, "search", "zebracorn service", "-w", str(ws), "--embedder", "none", "--json", "-k", "2")
+    code, out, err = run(capsys, "search", "zebracorn service", "-w", str(ws), "--embedder", "none",
+                         "--json", "-k", "2")
     assert code == 0
     hits = json.loads(out)
     assert isinstance(hits, list) and 1 <= len(hits) <= 2
@@ -112,10 +113,10 @@ def test_search_bad_filter_exits_2(ws, capsys):
 
 
 def test_status_json_has_the_documented_keys(ws, capsys):
-    code, out, err = run(capsys, "status", "-w", str(ws), "--embedder", "none", "--json")
+    code, out, _err = run(capsys, "status", "-w", str(ws), "--embedder", "none", "--json")
     assert code == 0
     status = json.loads(out)
-    assert STATUS_KEYS <= set(status)
+    assert set(status) >= STATUS_KEYS
     assert status["workspace"] == str(ws.resolve())
     assert status["index_path"] == str(ws.resolve() / ".mcp-memory")
     assert status["files"] == status["indexed_files"] == 3  # status syncs first
@@ -133,7 +134,7 @@ def test_status_json_has_the_documented_keys(ws, capsys):
 
 
 def test_get_prints_exactly_the_requested_lines(ws, capsys):
-    code, out, err = run(capsys, "get", DAILY, "-w", str(ws), "--from", "2", "--lines", "2")
+    code, out, _err = run(capsys, "get", DAILY, "-w", str(ws), "--from", "2", "--lines", "2")
     assert code == 0
     assert out == "line two: deployed the zebracorn service\nline three: rolled back the quokka cache\n"
 

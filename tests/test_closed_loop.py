@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mcp import Client, StdioServerParameters
 
 pytestmark = pytest.mark.anyio

@@ -79,7 +79,7 @@ def test_explicit_config_file_replaces_the_workspace_one(workspace, tmp_path):
 
 def test_missing_explicit_config_file_is_an_error(workspace, tmp_path):
     missing = tmp_path / "nope.toml"
-    with pytest.raises(ConfigError, match="nope.toml"):
+    with pytest.raises(ConfigError, match=r"nope\.toml"):
         load_settings(workspace, config_file=missing, environ={})
 
 
@@ -177,7 +177,8 @@ def test_bad_file_settings_name_the_setting(workspace, toml, names):
         load_settings(workspace, environ={})
 
 
-@pytest.mark.parametrize("toml", ["[search\nmax_results = 6\n", "max_results = = 6\n", "[search]\nmax_results = 6\nmax_results = 7\n"])
+@pytest.mark.parametrize("toml", ["[search\nmax_results = 6\n", "max_results = = 6\n",
+                                  "[search]\nmax_results = 6\nmax_results = 7\n"])
 def test_malformed_toml_is_a_config_error_naming_the_file(workspace, toml):
     config(workspace, toml)
     with pytest.raises(ConfigError, match=CONFIG_FILENAME):
@@ -193,7 +194,7 @@ def test_non_utf8_config_file_is_a_config_error(workspace):
 @pytest.mark.parametrize("value", ['"false"', '"yes"'])
 def test_string_for_a_bool_in_toml_is_a_type_error(workspace, value):
     config(workspace, f"[search]\ndecay_enabled = {value}\n")
-    with pytest.raises(ConfigError, match="search.decay_enabled"):
+    with pytest.raises(ConfigError, match=r"search\.decay_enabled"):
         load_settings(workspace, environ={})
 
 

@@ -82,7 +82,7 @@ def test_doctor_command_exit_codes_and_json(workspace: Path, settings: Settings)
     # The index was built with the fake embedder: the default settings ask for another fingerprint.
     proc = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "fingerprint" in proc.stdout and "--repair" in proc.stdout
-    proc = subprocess.run(base + ["--repair", "--json"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*base, "--repair", "--json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert not data["before"]["healthy"] and data["after"]["healthy"]

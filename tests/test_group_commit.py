@@ -67,7 +67,7 @@ def test_concurrent_stores_are_grouped_and_each_lands_once_at_its_line(workspace
     results = store_all(memory, calls)
 
     assert all(isinstance(r, StoreResult) and r.stored for r in results), results
-    for call, result in zip(calls, results):
+    for call, result in zip(calls, results, strict=True):
         path = workspace / result.memory.path
         file_lines = lines(path)
         assert file_lines[result.memory.line - 1] == f"- {call['text']}"

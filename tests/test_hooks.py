@@ -24,9 +24,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from conftest import write
-from mcp import Client, StdioServerParameters
 from mcp_memory.bridge import MAX_REQUEST_BYTES, BridgeServer, call_bridge
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
@@ -60,7 +60,8 @@ def hook_command(workspace: Path, event: str, client: str = "claude-code") -> li
     return [sys.executable, "-m", "mcp_memory", "hook", client, event, "-w", str(workspace), "--embedder", "none"]
 
 
-def run_hook(workspace: Path, event: str, stdin: str | bytes, client: str = "claude-code") -> subprocess.CompletedProcess:
+def run_hook(workspace: Path, event: str, stdin: str | bytes,
+             client: str = "claude-code") -> subprocess.CompletedProcess:
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
     return subprocess.run(hook_command(workspace, event, client), input=data, capture_output=True,
                           timeout=HOOK_TIMEOUT, env=hook_env(), cwd=str(workspace.parent))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
-
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
 from test_transports import INIT_BODY, assert_pnpm_hit, raw_post, running_server
 
 FULL, READ_ONLY = "full-token-0123", "read-only-token-4567"
@@ -32,9 +32,11 @@ def two_token_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 async def _call(server, token: str, tool: str, args: dict):
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(f"{server.base}/mcp", http_client=http)) as client:
-            return await client.call_tool(tool, args)
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(f"{server.base}/mcp", http_client=http)) as client,
+    ):
+        return await client.call_tool(tool, args)
 
 
 @pytest.mark.anyio

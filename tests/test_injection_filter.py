@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HashEmbedder
 
+from conftest import HashEmbedder
 from mcp_memory.memory import Memory, MemoryInputError
 from mcp_memory.safety import injection
 from mcp_memory.safety.injection import FAMILIES, injection_family, looks_like_injection

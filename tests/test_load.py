@@ -27,10 +27,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from conftest import start_server
-
-from mcp import Client
 
 LONG = os.environ.get("MCP_MEMORY_LONG_TESTS") == "1"
 READY_TIMEOUT = 30.0
@@ -58,8 +57,8 @@ def make_workspace(root: Path, notes: int = 120) -> Path:
         p, pr, t, c, city = (r.choice(PEOPLE), r.choice(PROJECTS), r.choice(TOOLS), r.choice(COMPONENTS),
                              r.choice(CITIES))
         line = [f"- [decision] The {pr} team chose {t} for {c}.", f"- [preference] {p} prefers {t} for {c} work.",
-                f"- [fact] {p} moved to {city} and now leads {pr}.", f"- Met {p} in {city} about the {pr} {c} migration."
-                ][i % 4]
+                f"- [fact] {p} moved to {city} and now leads {pr}.",
+                f"- Met {p} in {city} about the {pr} {c} migration."][i % 4]
         rel = ("MEMORY.md" if i % 8 == 0 else f"memory/projects/{pr.lower()}.md" if i % 8 < 4
                else f"memory/2026-02-{1 + i % 20:02d}.md")
         files.setdefault(rel, [f"# {Path(rel).stem}", ""]).append(line)
@@ -141,7 +140,7 @@ async def run_load(url: str, pid: int, clients: int, requests: int, store_every:
         try:
             with anyio.fail_after(CALL_TIMEOUT):
                 result = await client.call_tool(tool, arguments)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded as an error of the run
             result, error = None, f"{tool}: {type(exc).__name__}: {exc}"
         else:
             error = f"{tool}: {result.content}" if result.is_error else None

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from conftest import http_server
-
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.embedding.base import EmbeddingError
 from mcp_memory.embedding.openai_compat import OpenAIEmbedder
@@ -157,7 +156,7 @@ def test_order_preserved_when_server_shuffles(server: FakeOpenAI) -> None:
     texts = [f"text number {i}" for i in range(20)]
     embedder, _ = make_embedder(server.base_url)
     vectors = embedder.embed_documents(texts)
-    for text, vector in zip(texts, vectors):
+    for text, vector in zip(texts, vectors, strict=True):
         expected = np.asarray(fake_vector(text, 8))
         np.testing.assert_allclose(vector, expected / np.linalg.norm(expected), rtol=1e-5)
 
@@ -259,7 +258,7 @@ def test_unreachable_endpoint_raises() -> None:
         port = sock.getsockname()[1]
     # Nothing listens on the port once the socket is closed.
     embedder, sleeper = make_embedder(f"http://127.0.0.1:{port}/v1", max_retries=1, timeout=2.0)
-    with pytest.raises(EmbeddingError, match="127.0.0.1"):
+    with pytest.raises(EmbeddingError, match=r"127\.0\.0\.1"):
         embedder.embed_query("hello")
     assert len(sleeper.calls) == 1
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-
-from conftest import close_server, indexed_memory, write
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+
+from conftest import close_server, indexed_memory, write
 from mcp_memory.config import load_settings
 from mcp_memory.server import create_server
 from mcp_memory.service import MemoryService
@@ -199,7 +199,8 @@ async def test_a_shared_listener_hears_nothing_about_private_files(workspace, se
 
 
 def test_private_patterns_match_resolved_paths_in_any_case(workspace):
-    settings = load_settings(workspace, environ={}, overrides={"privacy.private_paths": ["MEMORY.md", "memory/health/"]})
+    settings = load_settings(workspace, environ={},
+                             overrides={"privacy.private_paths": ["MEMORY.md", "memory/health/"]})
     from mcp_memory.memory import Memory, PathError
 
     write(workspace, "memory/Health/2026-01-05.md", "# 2026-01-05\n\n- Blood pressure 120/80.\n")
@@ -213,7 +214,8 @@ def test_private_patterns_match_resolved_paths_in_any_case(workspace):
     for path in ("memory/Health/2026-01-05.md", "./memory/health/meds.md", "memory\\teams\\Memory.md"):
         with pytest.raises(PathError, match="not a memory file shared with this client"):
             memory.get(path, include_private=False)
-    assert [h.path for h in memory.search("blood pressure meds sprint kites", include_private=False)] == ["memory/ok.md"]
+    hits = memory.search("blood pressure meds sprint kites", include_private=False)
+    assert [h.path for h in hits] == ["memory/ok.md"]
 
 
 # ----- over the wire: stdio --shared, HTTP and SSE shared tokens ------------------------------------------
@@ -255,16 +257,20 @@ async def test_shared_token_over_the_network(tmp_path_factory, transport):
                 return Client(streamable_http_client(f"{server.base}/mcp", http_client=http))
             return Client(sse_client(f"{server.base}/sse", headers={"Authorization": f"Bearer {token}"}))
 
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {SHARED}"}) as http:
-            async with connect(SHARED, http) as client:
-                await _attack(client, ws)
-                files = await client.read_resource("memory://files")
-                assert "MEMORY.md" not in _text(files)
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {FULL}"}) as http:
-            async with connect(FULL, http) as client:
-                search = await client.call_tool("memory_search", {"query": "pnpm npm yarn"})
-                got = await client.call_tool("memory_get", {"path": "./MEMORY.md"})
-                assert "pnpm" in _text(search) and not got.is_error and "pnpm" in got.structured_content["text"]
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {SHARED}"}) as http,
+            connect(SHARED, http) as client,
+        ):
+            await _attack(client, ws)
+            files = await client.read_resource("memory://files")
+            assert "MEMORY.md" not in _text(files)
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {FULL}"}) as http,
+            connect(FULL, http) as client,
+        ):
+            search = await client.call_tool("memory_search", {"query": "pnpm npm yarn"})
+            got = await client.call_tool("memory_get", {"path": "./MEMORY.md"})
+            assert "pnpm" in _text(search) and not got.is_error and "pnpm" in got.structured_content["text"]
 
 
 # ----- every tool, prompt and resource, including ones added later ---------------------------------------
@@ -324,7 +330,7 @@ async def test_every_tool_prompt_and_resource_keeps_private_files_private(shared
                 uri = template.uri_template.split("{")[0] + value.strip()
                 try:
                     result = await client.read_resource(uri)
-                except Exception as exc:  # refused: the refusal must not tell anything either
+                except Exception as exc:  # noqa: BLE001 - refused: the refusal must not tell anything either
                     assert not _leaks(str(exc)), uri
                 else:
                     assert not _leaks(_text(result).replace(_PROBE_TEXT, "")), uri

@@ -53,7 +53,8 @@ def budget(n: int):
 FIXED_LINES = [
     "", " ", "\t", "   \t ", "#", "# ", "#NoSpace", "# Heading", "## Sub heading ##", "###### six", "####### seven",
     "   # indented three", "    # indented four (code)", "# ", "#\t", "- bullet", "* [decision] use pnpm", "> quote",
-    "---", "***", "| a | b |", "中文标题和内容，数据库迁移完成。", "## 项目笔记", "😀🎉 emoji line 👩‍👩‍👧", "한국어 텍스트",
+    "---", "***", "| a | b |", "中文标题和内容，数据库迁移完成。", "## 项目笔记", "😀🎉 emoji line 👩‍👩‍👧",
+    "한국어 텍스트",
     "\u2028", "\x0c", "\x85", "\ufeff", "a\rb", "\r", "text with \r inside", "```", "~~~", "````", "~~~~",
     "```python", "~~~ js", "  ```", "   ~~~", "    ```", "``` ```", "`` not a fence", "\x1b[31mred\x1b[0m",
 ]
@@ -119,7 +120,8 @@ def check_chunks(text: str, chunks, path: str, date: dt.date | None) -> None:
         assert not line[position:].strip(), (number, line[position:][:40])
     for number, line in enumerate(lines, start=1):
         if line.strip():
-            assert any(c.start_line <= number <= c.end_line for c in chunks), f"line {number} not covered: {line[:80]!r}"
+            assert any(c.start_line <= number <= c.end_line for c in chunks), (
+                f"line {number} not covered: {line[:80]!r}")
 
 
 @budget(600)
@@ -164,7 +166,8 @@ NOTES = {
         "day:[1 TO 2]\n"
     ),
     "memory/emoji.md": "# Emoji 😀\n\n😀 emoji notes 🎉 and 한국어 text, café naïve Ωmega\n",
-    "memory/long.md": "# Long\n\n" + "".join(f"- fact number {i} about topic{i % 7} and zebracorn\n" for i in range(120)),
+    "memory/long.md": "# Long\n\n" + "".join(
+        f"- fact number {i} about topic{i % 7} and zebracorn\n" for i in range(120)),
 }
 PATHS = set(NOTES)
 WORDS = ["pnpm", "npm", "yarn", "PostgreSQL", "database", "zebracorn", "staging", "数据库", "部署", "emoji", "😀",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import HashEmbedder
 from mcp_memory.memory import Memory, MemoryInputError
 from mcp_memory.safety import (
     contains_secret,
@@ -12,8 +13,6 @@ from mcp_memory.safety import (
     normalise_for_filters,
     redact_secrets,
 )
-
-from conftest import HashEmbedder
 
 SECRETS = {
     "OpenAI API key": "my key is sk-proj-4fJd9sK2LmQ8zXc7VbN1aS3dF6gH0jK",
@@ -94,14 +93,18 @@ PROVIDER_TOKENS = {
     "Discord bot token": "MTI6mXrxWUREVXXPHzGIz3qyV4.J1TQt7.kJnsrUgBhcpqIuRhWlMkU6ag5t-Zj3aoeWqeHG",
     "Discord webhook": "https://discord.com/api/webhooks/2811086812738955733/-3XzZmBNQR2yTBGTCuSsH5LM_Em9iJLwbL132Zn4T8-WvXX2HdNK44cjXQVIoSTsp5sv",
     "Telegram bot token": "bot 0794551422:AAQ2d8m3Dze9n2cldhT_7JZjyUDevwBJSMg",
-    "PyPI token": "pypi-AgEIcHlwaS5vcmclyU59Fo95X07mVvp_DKOHQ9UODdfdFd2lA2D-FNQEoQ-_xZ90txdegvcU-G7lJ2m7erV7xnuILoVGbuL",
+    "PyPI token": (
+        "pypi-AgEIcHlwaS5vcmclyU59Fo95X07mVvp_DKOHQ9UODdfdFd2lA2D-FNQEoQ-_xZ90txdegvcU-G7lJ2m7erV7xnuILoVGbuL"
+    ),
     "Docker Hub token": "dckr_pat_I4C0GRwa9xed3XBYqpNnRNB7FIY",
     "DigitalOcean token": "dop_v1_3403049d3e8474f2a7dccc06616cd334b459e42220d8c947e0dedc8b13791399",
     "Shopify token": "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",
     "Mailgun key": "key-cf1dcb92107c907cbeac0ddd60132f96",
     "Mailchimp API key": "aa87e5a4bb15d4dcc513d4654c340b67-us6",
     "Heroku API key": "HRKU-AAAEu4BKqpcqr6YXUva0l5m9EV3l1daZGP221r0NKP2Jyc_Zn6LJyqzSIm_r",
-    "HashiCorp Vault token": "hvs.ybPd72QNWSF3EH6FEhcKtkErbdgVK0lE89hxt9fTy6aHNoiehEwLhqqA8FutShQVR3DC9Phj1ctgabuDAfICpKptRC",
+    "HashiCorp Vault token": (
+        "hvs.ybPd72QNWSF3EH6FEhcKtkErbdgVK0lE89hxt9fTy6aHNoiehEwLhqqA8FutShQVR3DC9Phj1ctgabuDAfICpKptRC"
+    ),
     "Doppler token": "dp.pt.GBugH6cVJjkl8iJFHRnKf9k3wmlu4MtdBcyxx9lgR71",
     "Grafana token": "glsa_LKJoXXOc7SxBYmZvexu6QdcNW3aclJ4w_11f5c953",
     "Postman API key": "PMAK-8f28f41ec36f2e5fa8b4ecfe-5dc94fa78e5fa039c77d2f50540a7edca5",
@@ -110,12 +113,17 @@ PROVIDER_TOKENS = {
     "age secret key": "AGE-SECRET-KEY-1LYS69JJX5X0Q8DRLMJUACXJA4WJFJW8GFM8KELW6FJ594PNRZTAV0GY29Q",
     "Google OAuth token": "ya29.LO3RHCdxFmZPCvFcwEqhGuYyGTo7LjmL4bHyVZJ20fdb-d7deor8fuA9dvhMzHW64eplsjRRkqclBdx7HI4V",
     "Google OAuth client secret": "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",
-    "Atlassian API token": "ATATT3xFfGF0VVGtZpqNTXQ9patiIUJLe7Cvm5q66lPnIs_dbVN91htMJrA0vixC0CAwnOWQR_PL1HJX3zFeTNH8ubaqsP=C85E593B",
+    "Atlassian API token": (
+        "ATATT3xFfGF0VVGtZpqNTXQ9patiIUJLe7Cvm5q66lPnIs_dbVN91htMJrA0vixC0CAwnOWQR_PL1HJX3zFeTNH8ubaqsP=C85E593B"
+    ),
     "Databricks token": "dapi4f9a9cc3b953aa71b3830a13fcf93e3e",
     "Notion token": "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",
     "Supabase key": "sbp_ab4e9df161652e9639911b08fd8fc2244218bcf1",
     "Sentry DSN": "https://986187d25fef061b71cae867d7159768@o235306.ingest.sentry.io/7150853",
-    "Azure storage key": "AccountName=logs;AccountKey=hpE8uu5Is+KzGhTLJYCTEzveaL+Sv4VHfckqxmyFJ5+uSN3R79MrpzcZ1+IYV7ELJ715/s82tAVVCtePDOIaAI==",
+    "Azure storage key": (
+        "AccountName=logs;"
+        "AccountKey=hpE8uu5Is+KzGhTLJYCTEzveaL+Sv4VHfckqxmyFJ5+uSN3R79MrpzcZ1+IYV7ELJ715/s82tAVVCtePDOIaAI=="
+    ),
     "Azure SAS signature": "https://logs.blob.core.windows.net/x?sv=2022-11-02&sp=r&sig=SwLMzcTnfUisT6fDxdbyLEoCgcDK9ixd7fI16Jgb%3D",
     "Slack webhook": "https://hooks.slack.com/services/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",
     "AWS secret access key": "AWS creds AKIAZ7Q4MXRT2LWP9KDN O8fRYWsPo7xWoTG092z0KH8FIHX35BfW3Hb6eqMR",
@@ -131,7 +139,8 @@ def test_provider_token_formats(kind):
 
 OBFUSCATED_SECRETS = [
     "key s\u200bk-proj-\u200bBjN6FlYRdVxzIUwuZ3UVs-zYsjXdlyC_laFwcD2Roy",  # zero-width spaces
-    "\uff47\uff48\uff50\uff3f" + "".join(chr(ord(c) + 0xFEE0) for c in "Zqumpm08hsE8JNpjJOQGa2rb19FlY0mG1ylv"),  # fullwidth
+    # fullwidth
+    "\uff47\uff48\uff50\uff3f" + "".join(chr(ord(c) + 0xFEE0) for c in "Zqumpm08hsE8JNpjJOQGa2rb19FlY0mG1ylv"),
     "npm\u00ad_g42ipqnX1fkkjbd93oQGXy9KTUMAFGrM14gE",  # soft hyphen
     "AKIA\u2060Z7Q4\u2060MXRT\u20602LWP\u20609KDN",  # word joiners
     "\u0455k\u2010proj\u2010BjN6FlYRdVxzIUwuZ3UVs-zYsjXdlyC",  # Cyrillic s, Unicode hyphens
@@ -342,11 +351,13 @@ def test_memory_store_refuses_secrets_and_injections_and_writes_nothing(workspac
     assert stored.stored
 
 
-@pytest.mark.parametrize("text", ["服务器密码Qz7#pLm2x", "路由器的密码Xy9!kk2Pw", "パスワードMn4$rt8Lq", "비밀번호Zx8@cv5Bn"])
+@pytest.mark.parametrize("text", ["服务器密码Qz7#pLm2x", "路由器的密码Xy9!kk2Pw", "パスワードMn4$rt8Lq",
+                                  "비밀번호Zx8@cv5Bn"])
 def test_cjk_password_names_take_their_value_without_a_separator(text):
     assert contains_secret(text)
 
 
-@pytest.mark.parametrize("text", ["密码学是一门有趣的学科", "修改密码ABC流程已上线", "パスワードポリシーを更新した", "密码策略v2已经发布"])
+@pytest.mark.parametrize("text", ["密码学是一门有趣的学科", "修改密码ABC流程已上线", "パスワードポリシーを更新した",
+                                  "密码策略v2已经发布"])
 def test_cjk_password_words_in_prose_are_not_secrets(text):
     assert not contains_secret(text)

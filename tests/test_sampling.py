@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import close_server, make_server, write
 from mcp import Client
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
+
+from conftest import close_server, make_server, write
 from mcp_memory.config import Settings, load_settings
 
 MODES = ["auto", "legacy"]
@@ -134,7 +134,7 @@ async def test_capture_asks_the_clients_model_once_and_writes_its_facts(server, 
     assert [c["text"] for c in out["captured"]] == expected
     text = today_text(populated)
     lines = text.split("\n")
-    for captured, line in zip(out["captured"], expected):
+    for captured, line in zip(out["captured"], expected, strict=True):
         assert captured["path"] == f"memory/{today}.md"
         assert lines[captured["line"] - 1] == line
         assert captured["citation"] == f"memory/{today}.md#L{captured['line']}"
@@ -250,7 +250,8 @@ async def test_nothing_capturable_never_samples(server, populated, mode):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "KNOWN LIMITATION mcp_memory/server/tools.py memory_capture: sampling is requested through Resolve(sample_facts), so "
+    "KNOWN LIMITATION mcp_memory/server/tools.py memory_capture: "
+    "sampling is requested through Resolve(sample_facts), so "
     "a client that declares sampling but refuses the request (the user declines) fails the whole tool call "
     "with MCPError('User rejected sampling request') instead of capturing with the rules fallback "
     "(in 'auto' the SDK client aborts the multi-round call; in 'legacy' the server returns a JSON-RPC error)"))
@@ -266,7 +267,7 @@ async def test_refused_sampling_falls_back_to_the_rules(server, populated, mode)
     try:
         async with Client(server, mode=mode, sampling_callback=refuse) as client:
             result = await client.call_tool("memory_capture", {"messages": CONVERSATION})
-    except Exception as exc:  # the SDK may wrap the MCPError in an exception group
+    except Exception as exc:  # noqa: BLE001 - the SDK may wrap the MCPError in an exception group
         errors = exc.exceptions if isinstance(exc, BaseExceptionGroup) else [exc]
         pytest.fail(f"capture failed instead of falling back: {errors!r}")
     assert len(calls) == 1

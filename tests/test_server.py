@@ -20,11 +20,10 @@ from typing import Any
 
 import anyio
 import pytest
-
-from conftest import write
-from conftest import close_server as _close
-from conftest import make_server
 from mcp import Client, MCPError
+
+from conftest import close_server as _close
+from conftest import make_server, write
 from mcp_memory.config import Settings, load_settings
 
 SECRET = "TOPSECRET-7c1e-do-not-leak"
@@ -156,7 +155,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
     assert set(tools["memory_search"].input_schema["properties"]) >= {
         "query", "max_results", "min_score", "path_prefix", "after", "before"}
     assert set(tools["memory_search"].output_schema["properties"]) == {"results"}
-    assert set(tools["memory_get"].output_schema["properties"]) >= {"path", "from_line", "to_line", "total_lines", "text"}
+    assert set(tools["memory_get"].output_schema["properties"]) >= {
+        "path", "from_line", "to_line", "total_lines", "text"}
     assert set(tools["memory_store"].output_schema["properties"]) >= {"stored", "path", "line", "citation"}
     assert set(tools["memory_forget"].output_schema["properties"]) >= {"removed", "candidates", "message"}
     assert set(tools["memory_recall"].output_schema["properties"]) == {"context"}
@@ -208,7 +208,8 @@ async def test_core_round_trip(server, populated, mode):
                                                          "category": "fact"})
         assert not stored.is_error and stored.structured_content["stored"] is True
         s = stored.structured_content
-        assert lines_of(populated / s["path"])[s["line"] - 1] == f"- [fact] The user runs Fedora on the laptop ({mode})."
+        assert lines_of(populated / s["path"])[s["line"] - 1] == (
+            f"- [fact] The user runs Fedora on the laptop ({mode}).")
 
         hits = await search(client, "Fedora laptop")
         assert any(h["path"] == s["path"] and h["start_line"] <= s["line"] <= h["end_line"] for h in hits)
@@ -451,7 +452,8 @@ async def test_store_rejects_bad_category_and_oversized_text(server, populated):
         bad_category = await client.call_tool("memory_store", {"text": "The user likes tea.",
                                                                "category": "x] - [injected"})
         too_long = await client.call_tool("memory_store", {"text": "word " * 1000})
-        upper = await client.call_tool("memory_store", {"text": "The user likes green tea.", "category": " Preference "})
+        upper = await client.call_tool("memory_store",
+                                       {"text": "The user likes green tea.", "category": " Preference "})
     assert bad_category.is_error and "category" in text_of(bad_category)
     assert too_long.is_error and "at most 4000" in text_of(too_long)
     assert upper.structured_content["text"] == "- [preference] The user likes green tea."
@@ -535,11 +537,11 @@ async def test_store_then_search_finds_it_immediately(server, populated):
 
 @pytest.mark.anyio
 async def test_store_concurrent_calls_all_land_once(server, populated):
-    names = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet "
+    names = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet "  # noqa: SIM905 - a word list reads best as one string
              "kilo lima mike november oscar papa quebec romeo sierra tango").split()
-    parts = ("ledger router parser cache queue broker mailer scheduler auth invoicing "
+    parts = ("ledger router parser cache queue broker mailer scheduler auth invoicing "  # noqa: SIM905
              "indexer upload export import webhook metrics logging storage gateway renderer").split()
-    texts = [f"Team {n} owns the {p} subsystem." for n, p in zip(names, parts)]
+    texts = [f"Team {n} owns the {p} subsystem." for n, p in zip(names, parts, strict=True)]
     results: dict[str, Any] = {}
     async with connect(server) as client:
 
@@ -566,7 +568,8 @@ async def test_store_concurrent_calls_all_land_once(server, populated):
 @pytest.mark.anyio
 async def test_store_concurrent_identical_texts_land_once(server, populated):
     variants = ["The user is allergic to peanuts.", "the user is allergic to peanuts",
-                "The user is allergic to peanuts!", "THE USER IS ALLERGIC TO PEANUTS.", "The user is allergic to peanuts."]
+                "The user is allergic to peanuts!", "THE USER IS ALLERGIC TO PEANUTS.",
+                "The user is allergic to peanuts."]
     results: list[Any] = []
     async with connect(server) as client:
 
@@ -608,8 +611,8 @@ async def test_forget_confirmed_query_removes_exactly_that_line(server, populate
     before = lines_of(path)
     async with connect(server) as client:
         assert any("PostgreSQL 16" in h["snippet"] for h in await search(client, "PostgreSQL billing service"))
-        result = await client.call_tool("memory_forget", {"query": "Decided to use PostgreSQL 16 for the billing service",
-                                                          "confirm": True})
+        result = await client.call_tool(
+            "memory_forget", {"query": "Decided to use PostgreSQL 16 for the billing service", "confirm": True})
         hits = await search(client, "PostgreSQL billing service", max_results=20)
     r = result.structured_content
     assert not result.is_error and r["removed"] is not None, r
@@ -678,7 +681,8 @@ async def test_forget_errors_change_nothing(server, populated, outside_file):
 @pytest.mark.anyio
 @pytest.mark.parametrize("separator", ["\u2028", "\x0c"])
 async def test_forget_line_after_unicode_line_separator(workspace, settings, separator):
-    write(workspace, "MEMORY.md", f"# Memory\n\n- Pasted from a PDF:{separator}page two.\n- The user's cat is named Miso.\n")
+    write(workspace, "MEMORY.md",
+          f"# Memory\n\n- Pasted from a PDF:{separator}page two.\n- The user's cat is named Miso.\n")
     srv, service = make_server(settings)
     try:
         async with connect(srv) as client:

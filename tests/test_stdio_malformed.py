@@ -133,7 +133,8 @@ class RawServer:
             try:
                 line = self._q.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no response to {request_id} within {timeout} s; stderr:\n{self.stderr[-3000:]}")
+                raise AssertionError(
+                    f"no response to {request_id} within {timeout} s; stderr:\n{self.stderr[-3000:]}") from None
             if line is None:
                 return None, seen
             message = check_stdout_line(line)
@@ -267,8 +268,8 @@ CASES = [
                                          b'{"name": "memory_search", "arguments": {"query": "pnpm \xff\xfe"}}}'],
          205, "any"),
     # json.dumps writes the lone surrogate as the escape \ud800: legal JSON text, not encodable as UTF-8.
-    Case("lone-surrogate-escape-in-request", [_call(206, {"name": "memory_search", "arguments": {"query": "\ud800 pnpm"}})],
-         206, "error"),
+    Case("lone-surrogate-escape-in-request",
+         [_call(206, {"name": "memory_search", "arguments": {"query": "\ud800 pnpm"}})], 206, "error"),
     Case("unknown-method", [rpc(207, "no/such/method")], 207, "error"),
     Case("tools-call-unknown-tool", [_call(208, {"name": "no_such_tool", "arguments": {}})], 208, "tool-error"),
     Case("tools-call-query-not-a-string", [_call(209, {"name": "memory_search", "arguments": {"query": 42}})],

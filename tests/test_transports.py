@@ -22,12 +22,11 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-
-from conftest import ServerProcess, free_port, port_open, server_env, start_server
-
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+
+from conftest import ServerProcess, free_port, port_open, server_env, start_server
 
 PNPM_NOTE = "The user prefers pnpm over npm and yarn."
 RECALL_MESSAGE = "Which package manager should I use, pnpm or npm?"
@@ -106,7 +105,7 @@ def assert_files_listing(result) -> None:
 
 async def roundtrip(client: Client, *, prompt: bool = True) -> None:
     tools = {t.name for t in (await client.list_tools()).tools}
-    assert TOOLS <= tools
+    assert tools >= TOOLS
     assert_pnpm_hit(await client.call_tool("memory_search", {"query": "pnpm"}))
     if prompt:
         got = await client.get_prompt("recall", {"message": RECALL_MESSAGE})
@@ -226,7 +225,7 @@ def test_stdio_discipline_raw_pipes(tmp_path: Path) -> None:
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
         server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert TOOLS <= {t["name"] for t in server.response(2)["result"]["tools"]}
+        assert {t["name"] for t in server.response(2)["result"]["tools"]} >= TOOLS
 
         server.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                      "params": {"name": "memory_search", "arguments": {"query": "pnpm"}}})
@@ -246,7 +245,7 @@ def test_stdio_discipline_raw_pipes(tmp_path: Path) -> None:
         assert server.response(5)["error"]["code"] == -32601
 
         server.send({"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
-        assert TOOLS <= {t["name"] for t in server.response(6)["result"]["tools"]}
+        assert {t["name"] for t in server.response(6)["result"]["tools"]} >= TOOLS
     finally:
         rc = server.close()
     assert rc == 0, server.stderr  # stdin EOF is a clean shutdown
@@ -346,9 +345,11 @@ def test_token_missing_or_wrong_is_401(token_server: ServerProcess) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_token_right_bearer_works(token_server: ServerProcess, mode: str) -> None:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-        async with Client(streamable_http_client(f"{token_server.base}/mcp", http_client=http), mode=mode) as client:
-            assert_pnpm_hit(await client.call_tool("memory_search", {"query": "pnpm"}))
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(f"{token_server.base}/mcp", http_client=http), mode=mode) as client,
+    ):
+        assert_pnpm_hit(await client.call_tool("memory_search", {"query": "pnpm"}))
 
 
 @pytest.mark.anyio

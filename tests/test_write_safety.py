@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from conftest import HashEmbedder, close_server, make_server, write
-from mcp import Client
 from mcp_memory.memory import Memory, MemoryInputError
 from mcp_memory.workspace import PathError, read_text
 from test_transports import stdio_params

@@ -41,7 +41,9 @@ _EN_QUESTION_START = re.compile(
     r"should i|should we|is it|is there|are there|are you|have you|any idea|wondering)\b",
     re.IGNORECASE,
 )
-_EN_HYPOTHETICAL = re.compile(r"^(?:if|what if|suppose|supposing|imagine|assuming|hypothetically)\b|\bwould it be\b", re.IGNORECASE)
+_EN_HYPOTHETICAL = re.compile(
+    r"^(?:if|what if|suppose|supposing|imagine|assuming|hypothetically)\b|\bwould it be\b", re.IGNORECASE
+)
 _EN_DURABLE = re.compile(
     r"\b(?:always|never|from now on|going forward|moving forward|from here on|in (?:the )?future|by default|"
     r"every time|whenever|all of our|all our|for all|each time|as a rule|no matter what|(?:don't|do not|never) ever|"
@@ -64,9 +66,12 @@ _EN_TASK = re.compile(
     re.IGNORECASE,
 )
 _EN_MOMENT = re.compile(  # only about this exchange, whatever else the sentence says
-    r"\b(?:this (?:message|reply|answer|response|conversation|chat|time)|just this once|right now|for now)\b", re.IGNORECASE
+    r"\b(?:this (?:message|reply|answer|response|conversation|chat|time)|just this once|right now|for now)\b",
+    re.IGNORECASE,
 )
-_EN_REPORTED = re.compile(r"\b(?:swears|thinks|says|said|believes|claims|told me|reckons|argues|joked)\b", re.IGNORECASE)
+_EN_REPORTED = re.compile(
+    r"\b(?:swears|thinks|says|said|believes|claims|told me|reckons|argues|joked)\b", re.IGNORECASE
+)
 _EN_STYLE = re.compile(
     r"^(?:please\s+)?(?:keep|be|write|answer|respond|reply|talk|explain|give)\b.{0,40}\b(?:short|concise|brief|minimal|"
     r"simple|terse|formal|casual|detailed|in (?:english|chinese|spanish|french|german|japanese|plain language))\b",
@@ -82,7 +87,9 @@ _EN_LOCATED = re.compile(
     r"(?:https?://|[\w-]+\.[a-z]{2,}\b|[A-Z0-9])"
 )
 _EN_SCHEDULE = re.compile(r"\b(?:is|are|happens?|runs?|meets?)\s+(?:every|each|on)\s+\w+", re.IGNORECASE)
-_EN_LEAD = re.compile(r"(?i)^(from now on|going forward|moving forward|from here on|in (?:the )?future|by default)[,:]?\s+")
+_EN_LEAD = re.compile(
+    r"(?i)^(from now on|going forward|moving forward|from here on|in (?:the )?future|by default)[,:]?\s+"
+)
 _EN_REMINDER = re.compile(r"^to\s+\w+", re.IGNORECASE)  # "remember to close the PR": a to-do, not a fact
 _EN_PREFERENCE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+|strongly\s+|much\s+|generally\s+|usually\s+|definitely\s+|always\s+|still\s+|do\s+)?"
@@ -126,7 +133,8 @@ _EN_ENTITY = re.compile(
 )
 _EN_FACT = re.compile(
     r"\b(?:i|we)\s+(?:live|work|am based|'m based|are based|'re based|moved|grew up|study|studied|teach)\b"
-    r"|\b(?:i'm|i am|we're|we are)\s+(?:a|an|the|on|in|based|from)\s+(?!it\b)\w+|\bi(?:'m| am)\s+(?:allergic|vegetarian|vegan|lactose|gluten|left-handed|"
+    r"|\b(?:i'm|i am|we're|we are)\s+(?:a|an|the|on|in|based|from)\s+(?!it\b)\w+"
+    r"|\bi(?:'m| am)\s+(?:allergic|vegetarian|vegan|lactose|gluten|left-handed|"
     r"colou?r-?blind|based|from|in the|on the|on call|responsible|in charge)\b"
     r"|\b(?:i|we)\s+(?:use|run|deploy|host|build|ship|develop|maintain|own|have|manage|target|support)\b"
     r"|\b(?:our|the)\s+(?:stack|repo|monorepo|project|team|app|api|backend|frontend|server|database|db|prod|"
@@ -151,19 +159,27 @@ _ZH_EXPLICIT = re.compile(
     r"(?:请|麻烦)?(?:帮我)?(?:记住|记一下|记下来|记下|记得|别忘了|不要忘了|不要忘记|备注一下|备注|注意)"
     r"(?:一下)?[,,::\s]*"
 )
-_ZH_FILLER = re.compile(r"^(?:对了|另外|还有|顺便(?:说一下|说下|提一下)?|先说一下|先说下|说一下|哦|嗯|好的?|那个|其实)[,,::\s]*")
+_ZH_FILLER = re.compile(
+    r"^(?:对了|另外|还有|顺便(?:说一下|说下|提一下)?|先说一下|先说下|说一下|哦|嗯|好的?|那个|其实)[,,::\s]*"
+)
 _ZH_QUESTION = re.compile(
     r"[??]|[吗呢么嘛]\s*$|什么|怎么|为什么|为啥|如何|哪个|哪些|哪里|哪儿|是否|能不能|可不可以|有没有|要不要|是不是|会不会|多少"
 )
 _ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|假设|万一|倘若)")
-_ZH_DURABLE = re.compile(r"以后|今后|往后|将来|永远|一直|总是|始终|一律|统一|每次|默认|所有|全部都|凡是|从现在(?:开始|起)|长期")
-_ZH_TRANSIENT = re.compile(r"现在|马上|立刻|等下|等一下|一会儿|待会|这次|这一次|刚才|暂时|先这样|这个(?:文件|函数|PR|bug|报错|错误|测试)|第\s*\d+\s*行|今天|今晚")
+_ZH_DURABLE = re.compile(
+    r"以后|今后|往后|将来|永远|一直|总是|始终|一律|统一|每次|默认|所有|全部都|凡是|从现在(?:开始|起)|长期"
+)
+_ZH_TRANSIENT = re.compile(
+    r"现在|马上|立刻|等下|等一下|一会儿|待会|这次|这一次|刚才|暂时|先这样"
+    r"|这个(?:文件|函数|PR|bug|报错|错误|测试)|第\s*\d+\s*行|今天|今晚"
+)
 _ZH_TASK_VERBS = (
     r"(?:修|改|跑|运行|执行|看|查|检查|解释|写|生成|翻译|删|删除|加|添加|创建|更新|重构|部署|安装|测试|调试|找|搜|总结|整理|"
     r"打开|关闭|合并|提交|推送|发|列|格式化|升级|试)"
 )
 _ZH_TASK = re.compile(  # "帮我跑一下测试", "修一下这个": asked of the assistant now
-    r"^(?:请|麻烦|帮我|给我|你|现在|先|再)+(?:帮我|给我)?" + _ZH_TASK_VERBS + r"|^" + _ZH_TASK_VERBS + r"(?:一下|下|个|掉|好)"
+    r"^(?:请|麻烦|帮我|给我|你|现在|先|再)+(?:帮我|给我)?" + _ZH_TASK_VERBS
+    + r"|^" + _ZH_TASK_VERBS + r"(?:一下|下|个|掉|好)"
 )
 _ZH_REMINDER = re.compile(r"^(?:要|去)?(?:把|给|提交|发|打|回|交|买|取|带|开|关|看|找|约|处理)")
 _ZH_CONVENTION = re.compile(
@@ -201,8 +217,10 @@ _EN_SUBJECTS = [
     (re.compile(r"\bI'm\b"), "the user is"), (re.compile(r"\bI am\b"), "the user is"),
     (re.compile(r"\bI've\b"), "the user has"), (re.compile(r"\bI'd\b"), "the user would"),
     (re.compile(r"\bI'll\b"), "the user will"), (re.compile(r"\bwe're\b", re.IGNORECASE), "the team is"),
-    (re.compile(r"\bwe are\b", re.IGNORECASE), "the team is"), (re.compile(r"\bwe've\b", re.IGNORECASE), "the team has"),
-    (re.compile(r"\bwe'll\b", re.IGNORECASE), "the team will"), (re.compile(r"\bwe'd\b", re.IGNORECASE), "the team would"),
+    (re.compile(r"\bwe are\b", re.IGNORECASE), "the team is"),
+    (re.compile(r"\bwe've\b", re.IGNORECASE), "the team has"),
+    (re.compile(r"\bwe'll\b", re.IGNORECASE), "the team will"),
+    (re.compile(r"\bwe'd\b", re.IGNORECASE), "the team would"),
     (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"), (re.compile(r"\bmine\b", re.IGNORECASE), "the user's"),
     (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"), (re.compile(r"\bour\b", re.IGNORECASE), "the team's"),
     (re.compile(r"\bours\b", re.IGNORECASE), "the team's"), (re.compile(r"\bus\b"), "the team"),
@@ -211,7 +229,8 @@ _EN_SPELLING = [
     (re.compile(r"\bi\b"), "I"), (re.compile(r"(?i)\bim\b"), "I'm"), (re.compile(r"(?i)\bive\b"), "I've"),
     (re.compile(r"(?i)\bi'?d\s+rather\b"), "I'd rather"), (re.compile(r"(?i)\bdont\b"), "don't"),
     (re.compile(r"(?i)\bcant\b"), "can't"), (re.compile(r"(?i)\bwont\b"), "won't"),
-    (re.compile(r"(?i)\bdoesnt\b"), "doesn't"), (re.compile(r"(?i)\bwere\s+(?=using|on|moving|switching|going)"), "we're "),
+    (re.compile(r"(?i)\bdoesnt\b"), "doesn't"),
+    (re.compile(r"(?i)\bwere\s+(?=using|on|moving|switching|going)"), "we're "),
     (re.compile(r"(?i)\bpls\b|\bplz\b"), "please"), (re.compile(r"[’‘]"), "'"),
 ]
 _ADVERBS = frozenset(
@@ -285,7 +304,8 @@ def _extract_english(sentence: str, today: dt.date) -> Fact | None:
     category: str | None = None
     if _EN_DECISION.search(text):
         category = "decision"
-    elif _EN_PREFERENCE.search(text) or _EN_STYLE.match(text) or (_EN_IMPERATIVE_RULE.match(text) and (durable or explicit)):
+    elif (_EN_PREFERENCE.search(text) or _EN_STYLE.match(text)
+          or (_EN_IMPERATIVE_RULE.match(text) and (durable or explicit))):
         category = "preference"
     elif _EN_CONVENTION.search(text) or _EN_RULE_MODAL.match(text):
         category = "decision" if re.search(r"\bwe\b", text, re.IGNORECASE) else "fact"
@@ -387,7 +407,8 @@ def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
     explicit = _ZH_EXPLICIT.match(text)
     if explicit and explicit.end() > 0:
         text = text[explicit.end():].strip(" ,,::")  # noqa: B005 (a set of characters)
-        if explicit.group(0).rstrip(" ,,::").endswith("记得") and _ZH_REMINDER.match(text) and not _ZH_DURABLE.search(text):  # noqa: B005
+        if (explicit.group(0).rstrip(" ,,::").endswith("记得")  # noqa: B005 (a set of characters)
+                and _ZH_REMINDER.match(text) and not _ZH_DURABLE.search(text)):
             return None  # "记得提交 PR": a to-do
     else:
         explicit = None
@@ -435,7 +456,8 @@ def _drop_preamble(text: str) -> str:
     if not match:
         return text
     head = match.group(1)
-    if len(head.split()) > 6 or re.search(r"\d|/|https?", head) or _EN_PREFERENCE.search(head) or _ZH_PREFERENCE.search(head):
+    if (len(head.split()) > 6 or re.search(r"\d|/|https?", head)
+            or _EN_PREFERENCE.search(head) or _ZH_PREFERENCE.search(head)):
         return text
     return match.group(2)
 

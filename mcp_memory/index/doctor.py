@@ -22,9 +22,16 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from filelock import FileLock, Timeout
+
+if TYPE_CHECKING:
+    from mcp_memory.index.keywords import KeywordIndex
+    from mcp_memory.index.state import IndexState
+    from mcp_memory.index.sync import Indexer
+    from mcp_memory.index.vectors import VectorStore
+    from mcp_memory.workspace import Workspace
 
 ROW_PROBLEMS = {"orphan rows", "duplicate rows", "row count", "keyword index size", "fingerprint"}
 LOCKS = ("write.lock", "embed.lock", "files.lock")
@@ -62,7 +69,8 @@ class DoctorReport:
         return data
 
 
-def diagnose(indexer: Any, workspace: Any, state: Any, vectors: Any, keywords: Any, index_dir: Path) -> DoctorReport:
+def diagnose(indexer: Indexer, workspace: Workspace, state: IndexState, vectors: VectorStore, keywords: KeywordIndex,
+             index_dir: Path) -> DoctorReport:
     """What is wrong with the index of this workspace (changes nothing)."""
     report = DoctorReport()
     vectors.refresh()
@@ -102,9 +110,11 @@ def diagnose(indexer: Any, workspace: Any, state: Any, vectors: Any, keywords: A
         duplicated = sum(n - 1 for n in ids.values() if n > 1)
         if duplicated:
             report.problems.append(Problem("duplicate rows", f"{duplicated} chunk rows appear more than once"))
-        per_path = Counter(rows.column("path").to_pylist())
+        # cast: path is a non-nullable string column (chunk_schema), so no None
+        per_path = Counter(cast("list[str]", rows.column("path").to_pylist()))
         for rel in sorted(set(per_path) - set(known)):
-            report.problems.append(Problem("orphan rows", f"{per_path[rel]} rows of a file the index does not know", rel))
+            report.problems.append(
+                Problem("orphan rows", f"{per_path[rel]} rows of a file the index does not know", rel))
         for rel, file_state in sorted(known.items()):
             if per_path.get(rel, 0) != file_state.chunks:
                 report.problems.append(Problem(

@@ -33,6 +33,7 @@ import os
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -351,7 +352,9 @@ class Indexer:
             rows = self.vectors.rows_missing_vectors(batch_size)
             if rows.num_rows == 0:
                 break
-            vectors = embed_through_cache(self.embedder, self.cache, rows.column("index_text").to_pylist())
+            # cast: index_text is a non-nullable string column (chunk_schema), so no None
+            texts = cast("list[str]", rows.column("index_text").to_pylist())
+            vectors = embed_through_cache(self.embedder, self.cache, texts)
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
                 self.state.bump_generation()

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from mcp_memory.chunking import Chunk
 
+if TYPE_CHECKING:
+    from lancedb.table import Table
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TABLE_NAME = "chunks"
 
@@ -43,7 +47,7 @@ VERSION_RETENTION = dt.timedelta(minutes=1)
 
 def chunk_schema(dimensions: int) -> pa.Schema:
     """Arrow schema of the chunk table; no vector column in keyword-only mode (dimensions 0)."""
-    fields = [
+    fields: list[pa.Field[pa.DataType]] = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("path", pa.string(), nullable=False),
         pa.field("start_line", pa.int32(), nullable=False),
@@ -78,7 +82,7 @@ class VectorStore:
         self._table = self._open_or_create()
         self._compacted_at = self.version
 
-    def _open_or_create(self) -> Any:
+    def _open_or_create(self) -> Table:
         try:
             table = self._db.open_table(TABLE_NAME)
         except (FileNotFoundError, ValueError):
@@ -132,7 +136,8 @@ class VectorStore:
         or always with ``force``. Returns whether it ran.
         """
         try:
-            fragments = int(self._table.stats()["fragment_stats"]["num_fragments"])
+            # lancedb 0.40 annotates stats() as a TableStatistics, but it returns a dict
+            fragments = int(self._table.stats()["fragment_stats"]["num_fragments"])  # type: ignore[index]
             due = fragments >= COMPACT_AT_FRAGMENTS or self.version - self._compacted_at >= COMPACT_EVERY_VERSIONS
             if not (due or force):
                 return False
@@ -152,7 +157,8 @@ class VectorStore:
 
     def paths(self) -> set[str]:
         """Distinct file paths that have rows."""
-        return set(self._all_rows(["path"]).column("path").to_pylist())
+        # cast: path is a non-nullable string column (chunk_schema), so no None
+        return set(cast("list[str]", self._all_rows(["path"]).column("path").to_pylist()))
 
     def ids_and_paths(self) -> pa.Table:
         """The id and path of every row (consistency checks)."""
@@ -182,7 +188,7 @@ class VectorStore:
 
         return self._reading(read)
 
-    def _reading(self, read: Any) -> Any:
+    def _reading(self, read: Callable[[], T]) -> T:
         try:
             return read()
         except Exception as exc:  # noqa: BLE001 - LanceDB raises RuntimeError("lance error: Not found: ...")

@@ -916,7 +916,8 @@ _ROLE = (
 _AI_NAMES = (r"(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|gemini|copilot|language models?|large language models?|"
              r"ai models?|ai assistants?|ai agents?|ai systems?|assistants?|chatbots?)")
 # What the content of a "system:" line looks like when it gives orders in Chinese or Japanese.
-_CJK_ORDER = (r"(?:你必须|你必須|你要|你现在|你現在|你的新|从现在起|從現在起|忽略|无视|無視|忘掉|忘记之前|忘記之前|记住|記住|"
+_CJK_ORDER = (r"(?:你必须|你必須|你要|你现在|你現在|你的新|从现在起|從現在起|忽略|无视|無視|"
+              r"忘掉|忘记之前|忘記之前|记住|記住|"
               r"永久保存|助手|ai|清空|删除所有|刪除所有|写入记忆|寫入記憶|授权你|授權你|作废|作廢|不要告诉|不要告訴|所有回答|"
               r"あなたは|あなたの|無視|忘れて|今から|記憶して|覚えて|保存して)")
 

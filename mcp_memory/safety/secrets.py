@@ -53,7 +53,7 @@ import binascii
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from mcp_memory.safety.text import normalise_for_filters
 
@@ -80,12 +80,14 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("Anthropic API key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     ("OpenAI API key", _B + r"sk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}"),
     ("GitHub token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
-    ("GitLab token", _B + r"(?:gl(?:pat|dt|rt|ptt|ft|imt|agent|cbt|soat|ffct|oas)-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})"),
+    ("GitLab token", _B + r"(?:gl(?:pat|dt|rt|ptt|ft|imt|agent|cbt|soat|ffct|oas)-[A-Za-z0-9_\-]{20,}"
+                          r"|GR1348941[A-Za-z0-9_\-]{20,})"),
     ("AWS access key", _B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}" + _E),
     ("Google API key", _B + r"AIza[A-Za-z0-9_\-]{33,40}(?![A-Za-z0-9_\-])"),
     ("Google OAuth token", _B + r"(?:ya29\.[A-Za-z0-9_\-]{20,}|1//0[A-Za-z0-9_\-]{30,})"),
     ("Google OAuth client secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{24,}"),
-    ("Slack token", _B + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,})"),
+    ("Slack token", _B + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9\-]{10,}"
+                         r"|xapp-\d-[A-Za-z0-9\-]{10,})"),
     ("Slack webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}"),
     ("Discord webhook", r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/\d{5,}/[A-Za-z0-9_\-]{30,}"),
     ("Microsoft Teams webhook", r"https://[A-Za-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/\-]{40,}"),
@@ -93,7 +95,8 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("Hugging Face token", _B + r"(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})"),
     ("SendGrid API key", _B + r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"),
     ("npm token", _B + r"npm_[A-Za-z0-9]{34,40}" + _E),
-    ("Discord bot token", r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40}(?![A-Za-z0-9_\-])"),
+    ("Discord bot token", r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6,7}\.[A-Za-z0-9_\-]{27,40}"
+                          r"(?![A-Za-z0-9_\-])"),
     # Also inside https://api.telegram.org/bot<token>/, hence no letter boundary before it.
     ("Telegram bot token", r"(?<!\d)\d{6,12}:A[A-Za-z0-9_\-]{32,36}(?![A-Za-z0-9_\-])"),
     ("PyPI token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
@@ -106,7 +109,8 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("HashiCorp Vault token", _B + r"hv[sbr]\.[A-Za-z0-9_\-]{24,}"),
     ("Terraform Cloud token", _B + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}"),
     ("Doppler token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,44}"),
-    ("Grafana token", _B + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}|eyJrIjoi[A-Za-z0-9+/]{40,}={0,2})"),
+    ("Grafana token", _B + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2}"
+                           r"|eyJrIjoi[A-Za-z0-9+/]{40,}={0,2})"),
     ("Postman API key", _B + r"PMAK-[A-Za-z0-9]{20,28}-[A-Za-z0-9]{30,38}"),
     ("New Relic key", _B + r"NR(?:AK|AA|II|JS|SP)-[A-Za-z0-9\-]{19,40}"),
     ("Linear API key", _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{32,48}"),
@@ -117,7 +121,8 @@ _PROVIDER_RULES: tuple[tuple[str, str], ...] = (
     ("Supabase key", _B + r"(?:sbp_(?:oauth_)?[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})"),
     ("Sentry token", _B + r"sntry[su]_[A-Za-z0-9+/=_\-]{40,}"),
     ("Sentry DSN", r"https?://[0-9a-f]{32}(?::[0-9a-f]{32})?@[A-Za-z0-9.\-]+(?::\d+)?/\d+"),
-    ("Azure AD client secret", r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
+    ("Azure AD client secret",
+     r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
     ("Azure storage key", r"(?i:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)=[A-Za-z0-9+/]{30,}={0,2}"),
     ("Azure SAS signature", r"(?i:[?&;]sig=)[A-Za-z0-9%+/=]{30,}"),
     ("Groq API key", _B + r"gsk_[A-Za-z0-9]{48,}"),
@@ -288,6 +293,9 @@ _NAME_FAMILIES: dict[str, list[str]] = {
 _NAME_FAMILY = {name: family for family, names in _NAME_FAMILIES.items() for name in names}
 
 
+_Trie: TypeAlias = dict[str, "_Trie"]  # a prefix tree: one key per next character, "" where a word ends
+
+
 def _trie_pattern(words: list[str]) -> str:
     """One regex for many literals, factored by common prefixes.
 
@@ -295,14 +303,14 @@ def _trie_pattern(words: list[str]) -> str:
     costs one or two, which is most of the time ``find_secrets`` spends on an ordinary note.
     Longer names win (``password`` over ``pass``) because each optional tail is greedy.
     """
-    trie: dict[str, dict] = {}
+    trie: _Trie = {}
     for word in words:
         node = trie
         for ch in word:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: dict[str, dict]) -> str:
+    def build(node: _Trie) -> str:
         alternatives = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
         if not alternatives:
             return ""
@@ -381,7 +389,8 @@ _VALUE_TAIL = re.compile(
     r"(?:(?P<qual>\s+(?:" + _PREPOSITIONS + r")\s+(?:[^\n.:=]|\.(?=\S)){1,40}?"
     r"|(?:\s+[^\s:=,.!?\"'()]{1,24}){1,3}?|\s*\([^()\n]{1,40}\))?"
     r"""(?:(?P<assign>\s*(?::=|=>|->|=|>)\s*|(?<=["'])\s*,\s*(?=["']))|(?P<colon>\s*:\s*)|(?P<dash>\s+[-—–]\s+|\s*[—–]\s*)"""
-    r"|(?P<prose>\s+(?:" + _PROSE_VERBS + r")\s+|\s*,\s*(?:c'est|это|it's|that's|es|ist)\s+|\s*(?:" + _CJK_VERBS + r")\s*))"
+    r"|(?P<prose>\s+(?:" + _PROSE_VERBS + r")\s+|\s*,\s*(?:c'est|это|it's|that's|es|ist)\s+"
+    r"|\s*(?:" + _CJK_VERBS + r")\s*))"
     r"|(?P<space>[ \t]+|(?<=[^\x00-\x7f])))"
     r"(?:(?P<scheme>bearer|basic|token|digest|apikey|sso-key)\s+)?"
     r"""(?:(?P<quote>["'`“‘«「『])(?P<quoted>[^"'`”’»」』\n]{1,120})["'`”’»」』]"""
@@ -389,7 +398,9 @@ _VALUE_TAIL = re.compile(
     re.IGNORECASE,
 )
 # Flags such as --password take their value after a space.
-_FLAG_TAIL = re.compile(r"""(?:[ \t]+|=)(?:(?P<quote>["'])(?P<quoted>[^"'\n]{1,120})["']|(?P<bare>[^\s"'`<>()\[\]{},;]{1,200}))""")
+_FLAG_TAIL = re.compile(
+    r"""(?:[ \t]+|=)(?:(?P<quote>["'])(?P<quoted>[^"'\n]{1,120})["']|(?P<bare>[^\s"'`<>()\[\]{},;]{1,200}))"""
+)
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _INFLECTION = re.compile(r"[a-zà-ÿа-яё]{0,3}", re.IGNORECASE)  # case and plural endings after a name
 _LAST_WORD = re.compile(r"([a-z0-9]+)[ _\-]$")
@@ -630,8 +641,14 @@ _SHELL_VARIABLE = re.compile(r"[$%][A-Za-z_{(]")
 _PATH = re.compile(r"(?:/|\./|\.\./|~/|[A-Za-z]:\\)")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
-_FILE_NAME = re.compile(r"[\w.\-]+\.(?:json|ya?ml|toml|ini|env|txt|pem|key|crt|cer|p12|pfx|cfg|conf|xml|properties|gpg|asc|age|enc|py|js|ts|sh)", re.IGNORECASE)
-_VERSION_OR_DATE = re.compile(r"v?\d+(?:\.\d+){1,3}(?:[\-+][\w.]+)?|\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?|\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?")
+_FILE_NAME = re.compile(
+    r"[\w.\-]+\.(?:json|ya?ml|toml|ini|env|txt|pem|key|crt|cer|p12|pfx|cfg|conf|xml|properties|gpg|asc|age|enc|py|js|ts|sh)",
+    re.IGNORECASE,
+)
+_VERSION_OR_DATE = re.compile(
+    r"v?\d+(?:\.\d+){1,3}(?:[\-+][\w.]+)?|\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?"
+    r"|\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?"
+)
 # One word of an identifier: "prod", "Prod", "API". Each alternative must take a whole run of
 # its letters (the lookaheads), so a string splits into words one way only: no backtracking
 # blow-up on long letter runs.

@@ -34,7 +34,8 @@ __all__ = ["INSTRUCTIONS", "ServerContext", "StaticTokenVerifier", "create_serve
 
 INSTRUCTIONS = """\
 This server is the user's long-term memory: markdown notes of facts, preferences, decisions and past work.
-- Before answering questions about the user, their projects, past work or earlier decisions, call memory_search; read more with memory_get.
+- Before answering questions about the user, their projects, past work or earlier decisions, call memory_search; \
+read more with memory_get.
 - Cite what you use as path#Lstart-Lend.
 - When the user states a durable fact, preference or decision, save it with memory_store (one fact per call), \
 or pass the latest messages to memory_capture, which extracts, filters and deduplicates them.
