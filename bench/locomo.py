@@ -218,7 +218,7 @@ def main() -> None:
     sync_s = time.perf_counter() - started
     embedded = memory.backfill()
     index_s = time.perf_counter() - started
-    status = memory.status()
+    status = memory.status().to_dict()
     print(f"files {status['files']}, chunks {status['chunks']}, embedder {status['embedder']}, "
           f"sync {sync_s:.1f}s ({len(report.added) + len(report.changed)} files), "
           f"embedded now {embedded}, index total {index_s:.1f}s, questions {len(questions)}", file=sys.stderr)

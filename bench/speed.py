@@ -323,7 +323,7 @@ def build_workspace(n: int, root: Path, data_path: Path, provider: str | None) -
     started = time.perf_counter()
     report = memory.sync(progress_printer(f"sync {n}"))
     info["sync_s"] = round(time.perf_counter() - started, 2)
-    status = memory.status()
+    status = memory.status().to_dict()
     memory.close()
     info.update(chunks=status["chunks"], indexed_files=status["indexed_files"],
                 keyword_docs=status["keyword_docs"], embedded_share=status["embedded_share"],
@@ -371,7 +371,7 @@ def measure_search(n: int, root: Path, data_path: Path, embedder: Any, queries: 
         report = memory.sync()
         result["nochange_sync_s"] = round(time.perf_counter() - started, 3)
         result["nochange_sync_touched"] = report.touched
-        status = memory.status()
+        status = memory.status().to_dict()
         result.update(chunks=status["chunks"], files=status["files"], embedded_share=status["embedded_share"])
         if status["embedded_share"] == 1.0 and abs(status["chunks"] - n) <= 0.1 * n:
             break
@@ -457,7 +457,7 @@ def measure_one_edit(memory: Memory, ws: Path, query: str) -> dict:
         started = time.perf_counter()
         memory.sync()
         result["restore_sync_s"] = round(time.perf_counter() - started, 3)
-    share = memory.status()["embedded_share"]
+    share = memory.status().to_dict()["embedded_share"]
     if share != 1.0:
         raise SystemExit(f"restoring {result['file']} left embedded_share at {share}")
     return result
@@ -506,11 +506,11 @@ def measure_indexing(root: Path, embedder: Any, conversations: list, provider: s
     started = time.perf_counter()
     keyword_hits = memory.search("What did Caroline research?")
     first_search_ms = (time.perf_counter() - started) * 1000
-    share_before = memory.status()["embedded_share"]
+    share_before = memory.status().to_dict()["embedded_share"]
     started = time.perf_counter()
     embedded = memory.backfill(progress_printer("backfill 200"))
     backfill_s = time.perf_counter() - started
-    status = memory.status()
+    status = memory.status().to_dict()
     memory.close()
     result["first_index"] = {
         "files": files, "chunks": status["chunks"], "sync_files": len(report.added), "open_s": round(open_s, 2),
@@ -618,7 +618,7 @@ def measure_resync(root: Path, conversations: list, runs: int = 5) -> dict:
     started = time.perf_counter()
     first = memory.sync()
     first_s = time.perf_counter() - started
-    status = memory.status()
+    status = memory.status().to_dict()
     assert len(first.added) == 1000 and status["indexed_files"] == 1000, status
 
     warm = []

@@ -89,12 +89,12 @@ def _cmd_index(settings: Settings, args: argparse.Namespace) -> int:
         embedded = memory.backfill(bars.update)
         status = memory.status()
     summary = (
-        f"{status['files']} files, {status['chunks']} chunks "
+        f"{status.files} files, {status.chunks} chunks "
         f"({len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed); "
         f"{embedded} chunks embedded now"
     )
-    if status["embedded_share"] is not None:
-        summary += f", {status['embedded_share']:.0%} of all chunks have vectors"
+    if status.embedded_share is not None:
+        summary += f", {status.embedded_share:.0%} of all chunks have vectors"
     if report.rebuilt:
         summary += "; index rebuilt because the fingerprint changed"
     print(summary, file=sys.stderr)
@@ -155,24 +155,24 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
             memory.sync()
         status = memory.status()
     if args.json:
-        print(json.dumps(status, ensure_ascii=False, indent=2))
+        print(json.dumps(status.to_dict(), ensure_ascii=False, indent=2))
         return 0
-    embedder = status["embedder"]
-    share = status["embedded_share"]
-    rows = [
-        ("workspace", status["workspace"]),
-        ("index", status["index_path"]),
-        ("files", f"{status['files']} on disk, {status['indexed_files']} indexed"),
-        ("chunks", status["chunks"]),
-        ("embedder", f"{embedder['provider']} {embedder['model']}".strip()),
-        ("dimensions", embedder["dimensions"]),
+    embedder = status.embedder
+    share = status.embedded_share
+    rows: list[tuple[str, object]] = [
+        ("workspace", status.workspace),
+        ("index", status.index_path),
+        ("files", f"{status.files} on disk, {status.indexed_files} indexed"),
+        ("chunks", status.chunks),
+        ("embedder", f"{embedder.provider} {embedder.model}".strip()),
+        ("dimensions", embedder.dimensions),
         ("embedded", "n/a (keyword-only)" if share is None else f"{share:.1%}"),
-        ("fingerprint", json.dumps(status["fingerprint"], sort_keys=True) if status["fingerprint"] else "none"),
-        ("last sync", status["last_sync"] or "never"),
+        ("fingerprint", json.dumps(status.fingerprint, sort_keys=True) if status.fingerprint else "none"),
+        ("last sync", status.last_sync or "never"),
     ]
-    if status["last_rebuild_reason"]:
-        rows.append(("last rebuild", status["last_rebuild_reason"]))
-    rows.append(("degraded", "; ".join(status["degraded"]) or "no"))
+    if status.last_rebuild_reason:
+        rows.append(("last rebuild", status.last_rebuild_reason))
+    rows.append(("degraded", "; ".join(status.degraded) or "no"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")

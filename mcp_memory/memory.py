@@ -39,7 +39,7 @@ from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
 from mcp_memory.similarity import Similarity
 from mcp_memory.transcripts import Message
-from mcp_memory.workspace import MemoryFile, Workspace
+from mcp_memory.workspace import Workspace
 
 __all__ = [
     "CaptureResult", "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
@@ -130,22 +130,14 @@ class Memory:
         """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""
         return self.reader.get(path, from_line, lines, include_private)
 
-    def resolve_visible(self, path: str, include_private: bool = True) -> MemoryFile:
-        """The memory file ``path`` names, if this caller may read it (see ``reading.py``)."""
-        return self.reader.resolve_visible(path, include_private)
-
-    def is_private(self, rel_path: str) -> bool:
-        """True for a resolved path of ``privacy.private_paths``, which shared clients never see."""
-        return self.privacy.is_private(rel_path)
-
     def list_files(self, include_private: bool = True) -> list[FileInfo]:
         """Every memory file with its size and date."""
         return self.reader.list_files(include_private)
 
     # ----- health --------------------------------------------------------------------------
-    def status(self, include_private: bool = True) -> dict[str, Any]:
-        """What the index holds and how healthy it is (a reduced view for shared callers)."""
-        return status_report(self.engine, self.reader, include_private).to_dict()
+    def status(self, include_private: bool = True) -> StatusReport:
+        """What the index holds and how healthy it is (``to_dict()``: a reduced view for shared callers)."""
+        return status_report(self.engine, self.reader, include_private)
 
     def doctor(self) -> DoctorReport:
         """The index checked against the files; changes nothing."""

@@ -88,11 +88,11 @@ def test_a_stale_handle_reads_after_another_handle_compacted(workspace, settings
     # A read with no refresh first: the reader's version has been deleted from disk.
     assert reader.pending_embeddings() == 0
     status = reader.status()
-    assert status["chunks"] == writer.status()["chunks"]
-    assert not any("rebuilt" in reason for reason in status["degraded"])
+    assert status.chunks == writer.status().chunks
+    assert not any("rebuilt" in reason for reason in status.degraded)
     assert finds(reader, "gateway retry budget 42 per minute", "retry budget 42 per minute")
     stored = reader.store("The reader handle also writes after the compaction", today=dt.date(2026, 11, 26))
     assert stored.stored
-    assert not any("rebuilt" in reason for reason in reader.status()["degraded"])
+    assert not any("rebuilt" in reason for reason in reader.status().degraded)
     writer.close()
     reader.close()

@@ -50,7 +50,7 @@ FUSION_FILES = {
 
 def test_note_matching_both_keywords_and_vectors_ranks_first(workspace):
     memory = build(workspace, FUSION_FILES)
-    assert memory.status()["embedded_share"] == 1.0
+    assert memory.status().embedded_share == 1.0
     hits = memory.search("redis read cache orders service")
     assert hits[0].path == "memory/projects/cache.md"
     assert hits[0].score == 1.0
@@ -64,8 +64,8 @@ def test_note_matching_both_keywords_and_vectors_ranks_first(workspace):
 def test_keyword_only_mode_still_returns_results(workspace):
     memory = build(workspace, FUSION_FILES, embedder=None)
     status = memory.status()
-    assert status["embedder"]["provider"] == "none"
-    assert status["embedded_share"] is None
+    assert status.embedder.provider == "none"
+    assert status.embedded_share is None
     hits = memory.search("RabbitMQ billing queue workers")
     assert hits[0].path == "memory/projects/queue.md"
     # keyword-only: only notes sharing a word are returned

@@ -90,12 +90,12 @@ def test_first_sync_indexes_every_kind_of_file_and_keywords_work_before_embeddin
     assert embedder.calls == [], "sync must not embed"
 
     status = memory.status()
-    assert status["files"] == 3
-    assert status["indexed_files"] == 3
-    assert status["chunks"] == report.chunks_written >= 4  # the daily file has three sections
-    assert status["keyword_docs"] == status["chunks"]
-    assert status["embedded_share"] == 0
-    assert status["last_sync"]
+    assert status.files == 3
+    assert status.indexed_files == 3
+    assert status.chunks == report.chunks_written >= 4  # the daily file has three sections
+    assert status.keyword_docs == status.chunks
+    assert status.embedded_share == 0
+    assert status.last_sync
 
     # keyword search is usable right after sync, before any vector exists
     hits = memory.search("zebracorn")
@@ -105,11 +105,11 @@ def test_first_sync_indexes_every_kind_of_file_and_keywords_work_before_embeddin
     assert memory.search("pnpm")[0].path == "MEMORY.md"
 
     embedded = memory.backfill()
-    assert embedded == status["chunks"]
-    assert texts_embedded(embedder) == status["chunks"]
+    assert embedded == status.chunks
+    assert texts_embedded(embedder) == status.chunks
     status = memory.status()
-    assert status["embedded_share"] == 1.0
-    assert status["degraded"] == []
+    assert status.embedded_share == 1.0
+    assert status.degraded == []
     assert_consistent(memory)
 
 
@@ -172,7 +172,7 @@ def test_changing_one_file_rechunks_only_that_file_with_correct_line_numbers(wor
     assert (top.start_line, top.end_line) == (11, 14)  # "## Evening" .. "It took two hours."
 
     memory.backfill()
-    assert memory.status()["embedded_share"] == 1.0
+    assert memory.status().embedded_share == 1.0
     assert memory.search("quokkadrome")[0].citation == top.citation
     assert_consistent(memory)
 
@@ -188,7 +188,7 @@ def test_deleted_file_hits_disappear(workspace, settings):
     assert report.removed == [TOPIC]
     assert TOPIC not in paths_of(memory.search("PostgreSQL database"))
     assert all(h.path != TOPIC for h in memory.search("PostgreSQL"))
-    assert memory.status()["indexed_files"] == 2
+    assert memory.status().indexed_files == 2
     assert_consistent(memory)
 
 
@@ -241,9 +241,9 @@ def test_fingerprint_change_rebuilds_and_reuses_cached_embeddings(workspace):
     first = HashEmbedder()
     m400 = Memory(settings_with_tokens(workspace, 400), embedder=first)
     assert m400.index().rebuilt == ""
-    chunks_400 = m400.status()["chunks"]
+    chunks_400 = m400.status().chunks
     assert texts_embedded(first) == chunks_400
-    assert m400.status()["last_rebuild_reason"] is None
+    assert m400.status().last_rebuild_reason is None
     m400.close()
 
     second = HashEmbedder()
@@ -252,14 +252,14 @@ def test_fingerprint_change_rebuilds_and_reuses_cached_embeddings(workspace):
     assert report.rebuilt, "a chunk size change must be reported as a rebuild"
     assert "chunk_tokens" in report.rebuilt
     status = m200.status()
-    assert status["last_rebuild_reason"] == report.rebuilt
-    assert status["fingerprint"]["chunk_tokens"] == 200
-    chunks_200 = status["chunks"]
+    assert status.last_rebuild_reason == report.rebuilt
+    assert status.fingerprint["chunk_tokens"] == 200
+    chunks_200 = status.chunks
     assert chunks_200 > chunks_400
-    assert status["keyword_docs"] == chunks_200
+    assert status.keyword_docs == chunks_200
     m200.backfill()
     assert 0 < texts_embedded(second) <= chunks_200
-    assert m200.status()["embedded_share"] == 1.0
+    assert m200.status().embedded_share == 1.0
     assert_consistent(m200)
     m200.close()
 
@@ -268,11 +268,11 @@ def test_fingerprint_change_rebuilds_and_reuses_cached_embeddings(workspace):
     report = back.sync()
     assert report.rebuilt
     # every chunk of the 400-token layout was embedded before: the cache fills them all in
-    assert back.status()["embedded_share"] == 1.0
+    assert back.status().embedded_share == 1.0
     assert back.backfill() == 0
     assert third.calls == []
-    assert back.status()["chunks"] == chunks_400
-    assert back.status()["last_rebuild_reason"] == report.rebuilt
+    assert back.status().chunks == chunks_400
+    assert back.status().last_rebuild_reason == report.rebuilt
     assert_consistent(back)
     assert back.search("alpha7 beta2")[0].path == "memory/topic2.md"
 
@@ -281,7 +281,7 @@ def test_deleting_the_index_folder_is_harmless(workspace, settings):
     seed(workspace)
     memory = Memory(settings, embedder=HashEmbedder())
     memory.index()
-    chunks = memory.status()["chunks"]
+    chunks = memory.status().chunks
     memory.close()
 
     shutil.rmtree(settings.index_dir)
@@ -293,8 +293,8 @@ def test_deleting_the_index_folder_is_harmless(workspace, settings):
     assert fresh.search("zebracorn")[0].path == DAILY
     fresh.backfill()
     status = fresh.status()
-    assert status["chunks"] == chunks
-    assert status["embedded_share"] == 1.0
+    assert status.chunks == chunks
+    assert status.embedded_share == 1.0
     assert_consistent(fresh)
 
 
@@ -303,7 +303,7 @@ def test_losing_one_part_of_the_index_is_repaired_from_the_files_and_the_cache(w
     seed(workspace)
     memory = Memory(settings, embedder=HashEmbedder())
     memory.index()
-    chunks = memory.status()["chunks"]
+    chunks = memory.status().chunks
     memory.close()
 
     target = settings.index_dir / part
@@ -314,8 +314,8 @@ def test_losing_one_part_of_the_index_is_repaired_from_the_files_and_the_cache(w
     report = repaired.sync()
     assert sorted(report.added) == sorted(["MEMORY.md", DAILY, TOPIC])
     status = repaired.status()
-    assert status["chunks"] == status["keyword_docs"] == chunks
-    assert status["embedded_share"] == 1.0  # vectors come back from the embedding cache
+    assert status.chunks == status.keyword_docs == chunks
+    assert status.embedded_share == 1.0  # vectors come back from the embedding cache
     assert repaired.backfill() == 0 and embedder.calls == []
     assert repaired.search("zebracorn")[0].path == DAILY
     assert_consistent(repaired)
@@ -340,10 +340,10 @@ def test_interrupted_backfill_resumes_with_only_the_missing_chunks(workspace, se
     memory.backfill()  # stops after the first batch
     assert crashing.calls == [crashing.batch_size]
     status = memory.status()
-    assert status["chunks"] == 30
-    assert status["embedded_share"] == pytest.approx(crashing.batch_size / 30, abs=1e-3)
-    assert any("embedding failed" in d for d in status["degraded"])
-    assert any("not embedded yet" in d for d in status["degraded"])
+    assert status.chunks == 30
+    assert status.embedded_share == pytest.approx(crashing.batch_size / 30, abs=1e-3)
+    assert any("embedding failed" in d for d in status.degraded)
+    assert any("not embedded yet" in d for d in status.degraded)
     memory.close()
 
     working = HashEmbedder()
@@ -352,10 +352,10 @@ def test_interrupted_backfill_resumes_with_only_the_missing_chunks(workspace, se
     assert resumed.backfill() == 30 - crashing.batch_size
     assert texts_embedded(working) == 30 - crashing.batch_size
     status = resumed.status()
-    assert status["embedded_share"] == 1.0
+    assert status.embedded_share == 1.0
     table = resumed.engine.vectors.to_arrow()
     ids = table.column("id").to_pylist()
-    assert len(ids) == len(set(ids)) == status["chunks"] == 30
+    assert len(ids) == len(set(ids)) == status.chunks == 30
     assert resumed.engine.keywords.count() == resumed.engine.vectors.count() == 30
     assert table.column("vector").null_count == 0
     # the vectors written before the crash are the right ones (same as a fresh embedding)
@@ -464,8 +464,8 @@ def test_processes_syncing_the_same_workspace_at_once(workspace):
     report = memory.sync()
     assert not report.touched, report
     status = memory.status()
-    assert status["indexed_files"] == status["files"] == 60
-    assert status["chunks"] == status["keyword_docs"] == 60 * 4
+    assert status.indexed_files == status.files == 60
+    assert status.chunks == status.keyword_docs == 60 * 4
     assert_consistent(memory)
     hits = memory.search("subject17", max_results=10)
     assert {h.path for h in hits if "subject17" in h.snippet} == {rels[17]}
@@ -487,7 +487,7 @@ def test_binary_files_are_skipped_and_damaged_text_is_indexed(workspace, setting
     assert memory.search("quokkapilot")[0].path == "memory/latin1.md"
     assert memory.search("binary stuff") == []
     status = memory.status()
-    assert status["files"] == 5 and status["indexed_files"] == 4
+    assert status.files == 5 and status.indexed_files == 4
     assert_consistent(memory)
 
 
@@ -516,7 +516,7 @@ def test_a_20_mb_markdown_file_is_indexed(workspace, settings):
     assert hits[0].end_line == len(lines)
     assert "quartzite halcyon marmalade" in hits[0].snippet
     status = memory.status()
-    assert status["chunks"] == status["keyword_docs"] == report.chunks_written > 10_000
+    assert status.chunks == status.keyword_docs == report.chunks_written > 10_000
     assert elapsed < 60, f"indexing 20 MB took {elapsed:.1f}s"
 
 
@@ -530,7 +530,7 @@ def test_long_line_of_repeated_text_gets_unique_ids_and_embeds(workspace, settin
     ids = memory.engine.vectors.to_arrow().column("id").to_pylist()
     assert len(ids) == len(set(ids))
     memory.backfill()
-    assert memory.status()["embedded_share"] == 1.0
+    assert memory.status().embedded_share == 1.0
 
 
 # ----- empty and missing workspaces ---------------------------------------------------------------
@@ -540,8 +540,8 @@ def test_empty_workspace_searches_to_nothing_and_reports_status(workspace, setti
     assert not report.touched
     assert memory.search("anything at all") == []
     status = memory.status()
-    assert status["files"] == status["indexed_files"] == status["chunks"] == status["keyword_docs"] == 0
-    assert status["embedded_share"] == 0.0
+    assert status.files == status.indexed_files == status.chunks == status.keyword_docs == 0
+    assert status.embedded_share == 0.0
     assert memory.backfill() == 0
 
 
@@ -554,4 +554,4 @@ def test_missing_workspace_folder_is_created_on_open(tmp_path):
     assert (ws / "memory").is_dir()
     assert settings.index_dir.is_dir()
     assert memory.search("hello") == []
-    assert memory.status()["files"] == 0
+    assert memory.status().files == 0

@@ -168,7 +168,7 @@ async def test_no_write_through_a_symlinked_memory_folder(workspace, settings, t
         close_server(service)
     assert list(outside.iterdir()) == []  # nothing was written outside the workspace
     status = Memory(settings, embedder=None).status()
-    assert any("memory is a symbolic link" in reason for reason in status["degraded"])
+    assert any("memory is a symbolic link" in reason for reason in status.degraded)
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])

@@ -52,4 +52,4 @@ def register_resources(server: MCPServer, app: ServerContext) -> None:
 
     @server.resource("memory://status", mime_type="application/json", description="Index status")
     def status_resource() -> str:
-        return json.dumps(app.memory().status(include_private=app.include_private(None)), ensure_ascii=False)
+        return json.dumps(app.memory().status(include_private=app.include_private(None)).to_dict(), ensure_ascii=False)

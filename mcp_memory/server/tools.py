@@ -194,7 +194,7 @@ def _register_status(server: MCPServer, app: ServerContext) -> None:
     @server.tool(title="Memory status", annotations=READ_ONLY)
     def memory_status(ctx: Context | None = None) -> dict[str, Any]:
         """Files, chunks, embedder, share embedded, last sync and any degraded mode."""
-        return app.memory().status(include_private=app.include_private(ctx))
+        return app.memory().status(include_private=app.include_private(ctx)).to_dict()
 
 
 def sampling_request(capture: CaptureSettings, messages: list[ChatMessage], session_key: str | None,
