@@ -356,14 +356,27 @@ def _mmr(ranked: list[tuple[int, float]], tokens: dict[int, frozenset[str]], lam
 
 
 def _snippet(text: str, query: str, limit: int) -> str:
-    """The chunk text, or a window of ``limit`` characters around the first query word found."""
+    """The chunk text, or a window of ``limit`` characters around the line that best matches ``query``.
+
+    The best line holds the query's most telling words: a word counts more the fewer lines of
+    the chunk hold it, so among many near-identical bullets the one with the distinguishing
+    name wins over the first line with a common word.
+    """
     text = text.strip()
     if len(text) <= limit:
         return text
-    lowered = text.lower()
-    positions = [lowered.find(t) for t in keyword_tokens(query.lower()) if len(t) > 1]
-    positions = [p for p in positions if p >= 0]
-    start = max(0, min(positions) - limit // 4) if positions else 0
+    terms = {t for t in keyword_tokens(query.lower()) if len(t) > 1}
+    lines = text.split("\n")
+    line_terms = [{t for t in terms if t in line.lower()} for line in lines]
+    weight = {t: 1.0 / sum(t in found for found in line_terms) for t in terms if any(t in f for f in line_terms)}
+    scores = [sum(weight[t] for t in found) for found in line_terms]
+    if not weight:
+        start = 0
+    else:
+        best = max(range(len(lines)), key=lambda i: (scores[i], -i))
+        line_start = sum(len(line) + 1 for line in lines[:best])
+        # Some context before the line, and the line itself inside the window even when it is long.
+        start = max(0, min(line_start - limit // 4, line_start + len(lines[best]) - limit))
     start = min(start, len(text) - limit)
     piece = text[start : start + limit]
     return ("…" if start > 0 else "") + piece + ("…" if start + limit < len(text) else "")

@@ -400,3 +400,20 @@ def test_recall_leaves_out_unrelated_memories(workspace):
     block = memory.recall("what is the name of my cat Miso?")
     assert "memory/pets.md" in block and "memory/work.md" not in block
     assert memory.recall("quantum chromodynamics lecture schedule") == ""
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("when did the zephyrine migration fail?", "zephyrine migration failed"),
+    ("Quokkasoft invoice", "invoice from Quokkasoft"),
+    ("斑马数据库 迁移", "斑马数据库迁移"),
+])
+def test_snippet_shows_the_line_that_matches_among_near_identical_ones(workspace, query, expected):
+    """120 near-identical bullets in one daily file: the snippet shows the line the query names."""
+    lines = [f"- Deployed build {i} of the payments service to staging without issues." for i in range(120)]
+    lines[47] = "- Deployed build 47 of the payments service to staging; the zephyrine migration failed."
+    lines[88] = "- Paid the invoice from Quokkasoft for the staging servers, build 88 of payments."
+    lines[101] = "- Deployed build 101 of the payments service; 斑马数据库迁移 went through on staging."
+    memory = build(workspace, {"memory/2026-11-20.md": "# 2026-11-20\n\n" + "\n".join(lines) + "\n"})
+    hits = memory.search(query, max_results=3)
+    assert hits and expected in hits[0].snippet, hits[0].snippet[:200]
+    memory.close()
