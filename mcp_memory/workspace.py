@@ -117,20 +117,25 @@ class Workspace:
                 found.setdefault(rel, MemoryFile(rel, path, None))
         return [found[k] for k in sorted(found)]
 
-    def link_warnings(self) -> list[str]:
-        """The top-level memory locations that are links, and so are not read (a common surprise)."""
+    def link_warnings(self, limit: int = 5) -> list[str]:
+        """Memory locations left out because they are links (a common surprise), for ``status``.
+
+        The top-level names each get their own line; links found deeper in ``memory/`` are
+        summed up in one line naming the first ``limit`` of them.
+        """
         warnings = []
         for name in ("MEMORY.md", "memory.md", "memory"):
-            path = self.root / name
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISLNK(info.st_mode):
+            kind = _link_kind(self.root / name)
+            if kind == "symbolic link":
                 warnings.append(f"{name} is a symbolic link: it is not read and nothing is written through it "
                                 "(to keep memory in a synced folder, make that folder the workspace)")
-            elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                warnings.append(f"{name} has {info.st_nlink} hard links: it is not read (copy it to break the link)")
+            elif kind:
+                warnings.append(f"{name} has {kind}: it is not read (copy it to break the link)")
+        deeper = _linked_below(self.root / "memory", self.root)
+        if deeper:
+            shown = ", ".join(f"{rel} ({kind})" for rel, kind in deeper[:limit])
+            more = f" and {len(deeper) - limit} more" if len(deeper) > limit else ""
+            warnings.append(f"{len(deeper)} linked files or folders under memory/ are not read: {shown}{more}")
         return warnings
 
     def rel_path(self, path: Path) -> str:
@@ -375,6 +380,37 @@ def _is_regular_file(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def _link_kind(path: Path) -> str | None:
+    """ "symbolic link", "N hard links" for a multiply linked markdown file, or None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return "symbolic link"
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"{info.st_nlink} hard links"
+    return None
+
+
+def _linked_below(folder: Path, root: Path) -> list[tuple[str, str]]:
+    """(workspace path, kind) of the links under ``folder`` that the listing skips, sorted."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    found: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        base = Path(dirpath)
+        for name in sorted(dirnames):
+            if not name.startswith(".") and (base / name).is_symlink():
+                found.append(((base / name).relative_to(root).as_posix() + "/", "symbolic link"))
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()]
+        for name in filenames:
+            kind = _link_kind(base / name) if name.lower().endswith(".md") else None
+            if kind:
+                found.append(((base / name).relative_to(root).as_posix(), kind))
+    return sorted(found)
 
 
 def _walk_markdown(folder: Path) -> list[Path]:

@@ -204,6 +204,14 @@ def test_a_hard_link_in_memory_is_not_served(workspace, settings, tmp_path):
     with pytest.raises(PathError):
         memory.get("memory/diary.md")
     assert {h.path for h in memory.search("vault combination blue book")} == {"memory/ok.md"}
+    # status says what was left out and why, so a user is not left wondering.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (workspace / "memory" / "projects").mkdir()
+    (workspace / "memory" / "projects" / "synced").symlink_to(elsewhere, target_is_directory=True)
+    degraded = " ".join(memory.status().degraded)
+    assert "2 linked files or folders under memory/ are not read" in degraded
+    assert "memory/diary.md (2 hard links)" in degraded and "memory/projects/synced/ (symbolic link)" in degraded
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
