@@ -7,7 +7,7 @@ Every layer passes the same object instead of restating its parameters, so a new
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from mcp_memory.errors import SearchError
 
@@ -32,10 +32,6 @@ class SearchRequest:
             raise SearchError("query must be a string")
         return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
                    as_date(before, "before"), include_private, today)
-
-    def with_(self, **changes: object) -> SearchRequest:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
 
 
 def as_date(value: dt.date | str | None, name: str) -> dt.date | None:

@@ -368,11 +368,6 @@ def decode_memory_bytes(data: bytes) -> str:
     return _UNSHOWABLE.sub("\ufffd", data.decode("utf-8-sig", errors="replace"))
 
 
-def is_damaged(text: str) -> bool:
-    """True when ``read_text`` had to replace bytes of the file (or it holds U+FFFD itself)."""
-    return "\ufffd" in text
-
-
 def _is_regular_file(path: Path) -> bool:
     """A regular file with a single link: symbolic and hard links are not followed."""
     try:

@@ -66,9 +66,3 @@ def clean_memory_text(text: str) -> str:
     if not _JOINERS.sub("", text).strip():
         return ""
     return text
-
-
-def has_control_characters(text: str) -> bool:
-    """True when ``text`` holds a character that ``clean_memory_text`` would remove."""
-    return bool(_CONTROLS.search(text.replace("\r\n", "\n").replace("\r", "\n"))
-                or _MEANINGLESS_INVISIBLE.search(text))
