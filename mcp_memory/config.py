@@ -103,6 +103,22 @@ class RecallSettings:
 
 
 @dataclass
+class RerankSettings:
+    # Who orders the candidates of precision search: "local" (offline: line-level evidence,
+    # phrases, rare terms, dates), "http" (a cross-encoder behind POST {base_url}/rerank:
+    # Cohere, Jina, TEI, Infinity, vLLM, llama.cpp) or "llm" (listwise, by an OpenAI-compatible
+    # chat model when model is set, else by the client's model through MCP sampling).
+    # A remote reranker that fails falls back to "local" with a warning.
+    provider: str = "local"
+    base_url: str = ""  # http: e.g. http://localhost:8080 (POST /rerank); llm: e.g. http://localhost:11434/v1
+    api_key: str = ""  # falls back to $RERANK_API_KEY (http) or $OPENAI_API_KEY (llm)
+    model: str = ""  # http: e.g. BAAI/bge-reranker-v2-m3; llm: a chat model, e.g. gpt-4.1-mini
+    timeout: float = 10.0  # seconds per request
+    retries: int = 1  # further attempts after a failed request
+    candidates: int = 30  # how many first-stage hits the reranker reads
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -121,6 +137,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
     @property
@@ -313,6 +330,13 @@ def _validate(s: Settings) -> None:
         raise ConfigError("recall.max_items must be at least 1 and recall.budget_chars at least 100")
     if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0 or s.recall.primer_items < 0:
         raise ConfigError("recall.min_prompt_chars, recall.repeat_turns and recall.primer_items must not be negative")
+    if s.rerank.provider not in {"local", "http", "llm"}:
+        raise ConfigError(f"rerank.provider must be one of local, http, llm; got {s.rerank.provider!r}")
+    if s.rerank.provider == "http" and not s.rerank.base_url:
+        raise ConfigError("rerank.provider = 'http' needs rerank.base_url")
+    if s.rerank.timeout <= 0 or s.rerank.retries < 0 or not 1 <= s.rerank.candidates <= 200:
+        raise ConfigError("rerank.timeout must be positive, rerank.retries not negative and "
+                          "rerank.candidates between 1 and 200")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

@@ -26,7 +26,8 @@ from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
-from mcp_memory.search import HybridSearcher, SearchSnapshot
+from mcp_memory.search import HybridSearcher, Ranking
+from mcp_memory.snapshot import SearchSnapshot
 from mcp_memory.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -137,6 +138,17 @@ class Engine:
             # The embedding endpoint is down: answer from keywords rather than fail.
             self.note_degraded(f"query embedding failed: {exc}")
             return self.searcher.search(request, use_vectors=False, hidden=hidden)
+
+    def rank(self, request: SearchRequest, diversify: bool = True) -> Ranking:
+        """Ranked rows of the current snapshot (what ``search`` turns into hits), for later stages."""
+        self.open()
+        self.refresh_snapshot()
+        hidden = None if request.include_private else self.privacy
+        try:
+            return self.searcher.rank(request, hidden=hidden, diversify=diversify)
+        except EmbeddingError as exc:
+            self.note_degraded(f"query embedding failed: {exc}")
+            return self.searcher.rank(request, use_vectors=False, hidden=hidden, diversify=diversify)
 
     def relevance_floor(self) -> float | None:
         """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""

@@ -7,7 +7,7 @@ what a running server found) does not pay for importing NumPy and Arrow.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -23,6 +23,18 @@ class SearchHit:
     # Absolute relevance signals (the fused score is relative to the other candidates):
     keyword_coverage: float = 0.0  # share of the query's distinct keyword terms found in the chunk
     vector_similarity: float | None = None  # cosine to the query; None without a vector
+    # The whole chunk the hit comes from; start_line/end_line may name a narrower span in it
+    # (the lines that matched). 0: the same as start_line/end_line.
+    chunk_start_line: int = 0
+    chunk_end_line: int = 0
+    hop: int | None = None  # deep search: 1 = found by the query, 2 = by concepts of the first hits
+    concepts: tuple[str, ...] = ()  # deep search: the concepts whose search found this hit
+
+    def __post_init__(self) -> None:
+        if not self.chunk_start_line:
+            object.__setattr__(self, "chunk_start_line", self.start_line)
+        if not self.chunk_end_line:
+            object.__setattr__(self, "chunk_end_line", self.end_line)
 
     @property
     def citation(self) -> str:
@@ -31,8 +43,20 @@ class SearchHit:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["date"] = self.date.isoformat() if self.date else None
+        data["concepts"] = list(self.concepts)
         data["citation"] = self.citation
         return data
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """The hits of one search in a given mode, with what the caller should know about how they were found."""
+
+    hits: list[SearchHit]
+    mode: str = "default"  # "default", "precise" or "deep"
+    warnings: list[str] = field(default_factory=list)  # e.g. a remote reranker failed and local ranking was used
+    concepts: list[str] = field(default_factory=list)  # deep: the concepts followed in the second hop
+    reranker: str | None = None  # precise: the reranker whose order the hits follow
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ its own:
 * ``similarity.py``: duplicate checks and line ranking;
 * ``edits.py``: store (with group commit) and forget;
 * ``capture_flow.py``: from a conversation to captured bullets;
-* ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them).
+* ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them);
+* ``precision.py``: precision search (first stage, then a ``Reranker`` from ``rerank/``);
+* ``deep.py``: deep search (a second hop through the concepts of the first hits).
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -25,25 +27,28 @@ from typing import Any
 from mcp_memory.capture import Extractor
 from mcp_memory.capture_flow import CaptureFlow, CaptureResult
 from mcp_memory.config import Settings
+from mcp_memory.deep import DeepSearch
 from mcp_memory.edits import Editor, ForgetResult, StoreResult
 from mcp_memory.engine import CONFIGURED, Engine
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.health import StatusReport, doctor, repair, status_report
-from mcp_memory.hits import MemoryLine, SearchHit
+from mcp_memory.hits import MemoryLine, SearchAnswer, SearchHit
 from mcp_memory.index.doctor import DoctorReport
 from mcp_memory.index.sync import Progress, SyncReport
 from mcp_memory.ledger import Ledger
+from mcp_memory.precision import PrecisionSearch
 from mcp_memory.reading import FileInfo, FileLines, Reader
 from mcp_memory.recall import format_recall
 from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
+from mcp_memory.rerank import Reranker, Rerankers
 from mcp_memory.similarity import Similarity
 from mcp_memory.transcripts import Message
 from mcp_memory.workspace import Workspace
 
 __all__ = [
     "CaptureResult", "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
-    "SearchError", "SearchHit", "SearchRequest", "StatusReport", "StoreResult", "SyncReport",
+    "SearchAnswer", "SearchError", "SearchHit", "SearchRequest", "StatusReport", "StoreResult", "SyncReport",
 ]
 
 
@@ -60,6 +65,9 @@ class Memory:
         self.editor = Editor(self.engine, self.reader, self.similarity)
         self.capture_flow = CaptureFlow(self.engine, self.similarity, self.editor, lambda: self.ledger)
         self.recaller = Recaller(self.engine, self.similarity, lambda: self.ledger)
+        self.rerankers = Rerankers(settings, self.engine)
+        self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
+        self.deep = DeepSearch(self.engine, settings)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -124,6 +132,19 @@ class Memory:
         if not isinstance(request, SearchRequest):
             request = SearchRequest.of(request, **options)
         return self.engine.search(request)
+
+    def precise_search(self, request: SearchRequest | str, reranker: Reranker | None = None,
+                       **options: Any) -> SearchAnswer:
+        """Hits of the first stage reordered by a reranker (``reranker``: instead of the configured one)."""
+        if not isinstance(request, SearchRequest):
+            request = SearchRequest.of(request, **options)
+        return self.precision.search(request, reranker)
+
+    def deep_search(self, request: SearchRequest | str, **options: Any) -> SearchAnswer:
+        """Hits of the query and of the concepts its first hits name (see ``deep.py``)."""
+        if not isinstance(request, SearchRequest):
+            request = SearchRequest.of(request, **options)
+        return self.deep.search(request)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None,
             include_private: bool = True) -> FileLines:

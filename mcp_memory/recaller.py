@@ -22,8 +22,9 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
 from mcp_memory.requests import SearchRequest
-from mcp_memory.search import HybridSearcher, SearchSnapshot
+from mcp_memory.search import HybridSearcher
 from mcp_memory.similarity import Similarity, memory_body
+from mcp_memory.snapshot import SearchSnapshot
 from mcp_memory.workspace import read_text
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)

@@ -13,9 +13,7 @@
    other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
 5. ``min_score`` and ``max_results`` cut the list.
 
-The vectors and chunk metadata live in memory as a snapshot of the LanceDB table, reloaded
-whenever the index generation changes; exact cosine search over a numpy matrix is faster
-than an ANN index at the sizes a memory reaches (and needs no minutes-long index build).
+The vectors and chunk metadata live in memory as a ``SearchSnapshot`` (``snapshot.py``).
 """
 
 from __future__ import annotations
@@ -23,11 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from mcp_memory.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.config import SearchSettings
@@ -37,90 +33,25 @@ from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
-
-if TYPE_CHECKING:
-    from mcp_memory.chunking import Chunk
+from mcp_memory.snapshot import SearchSnapshot
 
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
 
 @dataclass
-class SearchSnapshot:
-    """Chunk metadata and vectors of one index generation, held in memory for fast search."""
+class Ranking:
+    """Rows of one snapshot ranked for one query, best first, with the vector scores behind them."""
 
-    ids: list[str]
-    paths: list[str]
-    start_lines: np.ndarray
-    end_lines: np.ndarray
-    dates: list[dt.date | None]
-    texts: pa.ChunkedArray[pa.StringScalar]
-    row_of: dict[str, int]
-    vectors: np.ndarray  # (m, d) for the rows in vector_rows
-    vector_rows: np.ndarray  # row numbers that have a vector
-    has_vector: np.ndarray  # per row: True when the row has a vector
-    terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
-    hidden: dict[PrivacyRules, np.ndarray] = field(default_factory=dict)  # rows of private files, by rules
+    snapshot: SearchSnapshot
+    query: str
+    ranked: list[tuple[int, float]]  # (row, score)
+    vector_scores: dict[int, float]  # cosine of each vector candidate to the query
+    _query_terms: frozenset[str] | None = None
 
-    def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
-        """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
-        mask = self.hidden.get(rules)
-        if mask is None:
-            by_path = {p: rules.is_private(p) for p in set(self.paths)}
-            mask = self.hidden[rules] = np.array([by_path[p] for p in self.paths], bool)
-        return mask
-
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
-        # cast: id and path are non-nullable string columns (chunk_schema), so no None
-        ids = cast("list[str]", table.column("id").to_pylist())
-        if "vector" in table.column_names and table.num_rows:
-            # cast: the vector column is a fixed-size list of float32 (chunk_schema)
-            column = cast("pa.FixedSizeListArray[Any, int]", table.column("vector").combine_chunks())
-            valid = np.asarray(column.is_valid())
-            vector_rows = np.flatnonzero(valid)
-            if len(vector_rows):
-                dims = column.type.list_size
-                flat = column.filter(pa.array(valid)).flatten().to_numpy(zero_copy_only=False)
-                vectors = np.ascontiguousarray(flat.reshape(len(vector_rows), dims), np.float32)
-            else:
-                vectors = np.zeros((0, 0), np.float32)
-        else:
-            vector_rows = np.zeros(0, np.int64)
-            vectors = np.zeros((0, 0), np.float32)
-        has_vector = np.zeros(len(ids), bool)
-        has_vector[vector_rows] = True
-        return cls(
-            ids=ids,
-            paths=cast("list[str]", table.column("path").to_pylist()),
-            start_lines=table.column("start_line").to_numpy(),
-            end_lines=table.column("end_line").to_numpy(),
-            dates=table.column("date").to_pylist(),
-            texts=table.column("text"),
-            row_of={cid: i for i, cid in enumerate(ids)},
-            vectors=vectors,
-            vector_rows=vector_rows,
-            has_vector=has_vector,
-        )
-
-    @classmethod
-    def from_chunks(cls, chunks: list[Chunk]) -> SearchSnapshot:
-        """A snapshot of a few chunks without vectors (keyword-only recall, no vector index opened)."""
-        return cls.from_arrow(pa.table({
-            "id": pa.array([c.id for c in chunks], pa.string()),
-            "path": pa.array([c.path for c in chunks], pa.string()),
-            "start_line": pa.array([c.start_line for c in chunks], pa.int32()),
-            "end_line": pa.array([c.end_line for c in chunks], pa.int32()),
-            "date": pa.array([c.date for c in chunks], pa.date32()),
-            "text": pa.array([c.text for c in chunks], pa.string()),
-        }))
-
-    @classmethod
-    def empty(cls) -> SearchSnapshot:
-        return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
-                   {}, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, bool))
-
-    def __len__(self) -> int:
-        return len(self.ids)
+    def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
+        if self._query_terms is None:
+            self._query_terms = frozenset(analyzer.query_terms(self.query))
+        return self._query_terms
 
 
 class HybridSearcher:
@@ -141,6 +72,12 @@ class HybridSearcher:
     def search(self, request: SearchRequest, use_vectors: bool = True,
                hidden: PrivacyRules | None = None) -> list[SearchHit]:
         """Ranked hits for ``request``; ``hidden``: files left out (a shared caller's private ones)."""
+        ranking = self.rank(request, use_vectors, hidden)
+        return [self.hit(ranking, row, score) for row, score in ranking.ranked]
+
+    def rank(self, request: SearchRequest, use_vectors: bool = True, hidden: PrivacyRules | None = None,
+             diversify: bool = True) -> Ranking:
+        """Rows of the snapshot ranked for ``request``: filtered, fused, decayed, cut and (``diversify``) MMR."""
         s = self.settings
         k = s.max_results if request.max_results is None else int(request.max_results)
         if k < 1:
@@ -152,8 +89,9 @@ class HybridSearcher:
             raise SearchError(f"after ({after}) is later than before ({before})")
         query = _clean_query(request.query)
         snap = self.snapshot
+        empty = Ranking(snap, query, [], {})
         if not query.strip() or len(snap) == 0:
-            return []
+            return empty
 
         allowed = self._filter_mask(snap, path_prefix, after, before)
         if hidden is not None and hidden.patterns:
@@ -170,7 +108,7 @@ class HybridSearcher:
         vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
         fused = self._fuse(text_scores, text_confidence, vector_scores)
         if not fused:
-            return []
+            return empty
 
         today = today or dt.date.today()
         if s.decay_enabled:
@@ -182,18 +120,19 @@ class HybridSearcher:
 
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
-        if s.mmr_enabled and len(ranked) > 1:
+        if diversify and s.mmr_enabled and len(ranked) > 1:
             pool_rows = ranked[: max(k * 3, 20)]
-            ranked = _mmr(pool_rows, {row: self._row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
-        query_terms = set(self.analyzer.query_terms(query))
-        return [
-            self._hit(snap, row, score, query,
-                      len(query_terms & self._row_terms(snap, row)) / len(query_terms) if query_terms else 0.0,
-                      vector_scores.get(row))
-            for row, score in ranked[:k]
-        ]
+            ranked = _mmr(pool_rows, {row: self.row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
+        return Ranking(snap, query, ranked[:k], vector_scores)
 
-    def _row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
+    def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
+        """The cited hit for one ranked row."""
+        snap, query = ranking.snapshot, ranking.query
+        query_terms = ranking.query_terms(self.analyzer)
+        coverage = len(query_terms & self.row_terms(snap, row)) / len(query_terms) if query_terms else 0.0
+        return self._hit(snap, row, score, query, coverage, ranking.vector_scores.get(row))
+
+    def row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
         cached = snap.terms.get(row)
         if cached is None:
             cached = snap.terms[row] = self.analyzer.terms(snap.texts[row].as_py())

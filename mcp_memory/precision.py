@@ -1,0 +1,86 @@
+"""Precision search: the hybrid search's best candidates, read again together with the query.
+
+The first stage (``search.py``) ranks chunks by BM25 and one vector per chunk; it is fast
+but coarse. Here its top ``rerank.candidates`` hits, undiversified, go to a ``Reranker``
+(``rerank/``): offline by default, a cross-encoder endpoint or a chat model when configured.
+A remote reranker that fails costs a warning, never the answer: the local one takes over.
+Utility (how much a memory helped before) will weigh in at ``_weigh``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from mcp_memory.config import Settings
+from mcp_memory.engine import Engine
+from mcp_memory.errors import SearchError
+from mcp_memory.hits import SearchAnswer
+from mcp_memory.requests import SearchRequest
+from mcp_memory.rerank.base import RerankCandidate, Reranker, RerankError
+from mcp_memory.search import Ranking
+
+log = logging.getLogger(__name__)
+
+MAX_RESULTS = 100
+
+
+class PrecisionSearch:
+    def __init__(self, engine: Engine, settings: Settings, local: Callable[[], Reranker],
+                 configured: Callable[[], Reranker]):
+        self.engine = engine
+        self.settings = settings
+        self._local = local
+        self._configured = configured
+
+    def candidates(self, request: SearchRequest) -> tuple[Ranking, list[RerankCandidate]]:
+        """The first stage's best rows for ``request``, as a reranker reads them."""
+        pool = max(self.settings.rerank.candidates, _top_k(request, self.settings))
+        ranking = self.engine.rank(replace(request, max_results=pool, min_score=0.0), diversify=False)
+        snap = ranking.snapshot
+        return ranking, [
+            RerankCandidate(snap.texts[row].as_py(), snap.paths[row], int(snap.start_lines[row]), snap.dates[row],
+                            score)
+            for row, score in ranking.ranked
+        ]
+
+    def search(self, request: SearchRequest, reranker: Reranker | None = None) -> SearchAnswer:
+        """The ``max_results`` best hits after reranking; ``reranker``: this one instead of the configured one."""
+        k = _top_k(request, self.settings)
+        ranking, candidates = self.candidates(request)
+        if not candidates:
+            return SearchAnswer([], mode="precise")
+        chosen = reranker or self._configured()
+        warnings: list[str] = []
+        try:
+            scores = chosen.rerank(ranking.query, candidates)
+            if len(scores) != len(candidates):
+                raise RerankError(f"{len(scores)} scores for {len(candidates)} candidates")
+        except RerankError as exc:
+            if chosen.name == "local":
+                raise SearchError(f"precision search failed: {exc}") from None
+            warning = f"the {chosen.name} reranker failed ({exc}); the local reranker ordered these hits"
+            log.warning(warning)
+            warnings.append(warning)
+            chosen = self._local()
+            scores = chosen.rerank(ranking.query, candidates)
+        scores = self._weigh(ranking, scores)
+        threshold = self.settings.search.min_score if request.min_score is None else float(request.min_score)
+        order = sorted(range(len(candidates)), key=lambda i: scores[i], reverse=True)
+        hits = [
+            self.engine.searcher.hit(ranking, ranking.ranked[i][0], scores[i])
+            for i in order if scores[i] >= threshold
+        ][:k]
+        return SearchAnswer(hits, mode="precise", warnings=warnings, reranker=chosen.name)
+
+    def _weigh(self, ranking: Ranking, scores: list[float]) -> list[float]:
+        """Scores clipped to 0..1: where per-memory utility will raise or lower them."""
+        return [min(1.0, max(0.0, float(s))) for s in scores]
+
+
+def _top_k(request: SearchRequest, settings: Settings) -> int:
+    k = settings.search.max_results if request.max_results is None else int(request.max_results)
+    if not 1 <= k <= MAX_RESULTS:
+        raise SearchError(f"top_k must be between 1 and {MAX_RESULTS}, got {k}")
+    return k

@@ -1,0 +1,45 @@
+"""``Rerankers``: the local reranker and the one the ``[rerank]`` settings name, built once on first use."""
+
+from __future__ import annotations
+
+import threading
+
+from mcp_memory.config import Settings
+from mcp_memory.engine import Engine
+from mcp_memory.rerank.base import Reranker
+from mcp_memory.rerank.local import LocalReranker
+
+
+class Rerankers:
+    def __init__(self, settings: Settings, engine: Engine):
+        self.settings = settings
+        self.engine = engine
+        self._local: LocalReranker | None = None
+        self._configured: Reranker | None = None
+        self._lock = threading.Lock()
+
+    def local(self) -> Reranker:
+        """The offline reranker (always available)."""
+        with self._lock:
+            if self._local is None:
+                self._local = LocalReranker()
+            return self._local
+
+    def configured(self) -> Reranker:
+        """The reranker ``rerank.provider`` names (``llm`` without a model: the local one)."""
+        with self._lock:
+            if self._configured is None:
+                self._configured = self._build()
+        return self._configured if self._configured is not None else self.local()
+
+    def _build(self) -> Reranker | None:
+        r = self.settings.rerank
+        if r.provider == "http":
+            from mcp_memory.rerank.http import HttpReranker
+
+            return HttpReranker(r.base_url, r.model, r.api_key, r.timeout, r.retries)
+        if r.provider == "llm" and r.model:
+            from mcp_memory.rerank.llm import ChatReranker
+
+            return ChatReranker(r.base_url, r.model, r.api_key, r.timeout, r.retries)
+        return None
