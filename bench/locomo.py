@@ -123,17 +123,27 @@ def write_workspace(data: list[dict], workspace: Path) -> list[Question]:
     return questions
 
 
-def evaluate(memory: Memory, questions: list[Question], today: dt.date) -> tuple[dict, dict]:
+def run_search(memory: Memory, mode: str, query: str, today: dt.date, max_results: int | None = None) -> list:
+    """The hits of one search mode: default (memory_search), precise or deep."""
+    if mode == "precise":
+        return memory.precise_search(query, max_results=max_results, today=today).hits
+    if mode == "deep":
+        return memory.deep_search(query, max_results=max_results, today=today).hits
+    return memory.search(query, max_results=max_results, today=today)
+
+
+def evaluate(memory: Memory, questions: list[Question], today: dt.date, mode: str = "default") -> tuple[dict, dict]:
     per_cat: dict[str, Scores] = defaultdict(Scores)
     latencies: list[float] = []
     for q in questions:
         # The default result count, as a user gets it, for the @5 figures and MRR; a longer
-        # list for R@10 (fusion normalises over the candidate pool, which grows with k).
+        # list for R@10 (fusion normalises over the candidate pool, which grows with k). Deep
+        # search is judged on its own first 10 hits.
         started = time.perf_counter()
-        hits = memory.search(q.text, today=today)
+        hits = run_search(memory, mode, q.text, today)
         latencies.append((time.perf_counter() - started) * 1000)
         ranked = _distinct_paths(hits)
-        ranked10 = _distinct_paths(memory.search(q.text, max_results=30, today=today))
+        ranked10 = _distinct_paths(run_search(memory, mode, q.text, today, 10 if mode == "deep" else 30))
         first = next((i for i, s in enumerate(ranked) if s in q.sessions), None)
         top5 = hits[:5]
         covered = sum(
@@ -163,13 +173,19 @@ def _distinct_paths(hits: list) -> list[str]:
     return ranked
 
 
-def apply_variant(memory: Memory, variant: str, default_embedder: object) -> None:
-    """Modes and setting tweaks: hybrid, bm25, vector, decay=off, mmr=off, weights=0.3/0.7, ..."""
+def apply_variant(memory: Memory, variant: str, default_embedder: object) -> str:
+    """Modes and setting tweaks: hybrid, bm25, vector, precise, deep, decay=off, mmr=off, weights=0.3/0.7, ...
+
+    Returns the search mode the variant names (default, precise or deep)."""
     s = memory.settings.search
     memory.engine.searcher.embedder = default_embedder
+    mode = "default"
     for part in variant.split(","):
         key, _, value = part.partition("=")
         if key == "hybrid":
+            continue
+        if key in ("precise", "deep"):
+            mode = key
             continue
         if key == "bm25":
             memory.engine.searcher.embedder = None
@@ -190,6 +206,7 @@ def apply_variant(memory: Memory, variant: str, default_embedder: object) -> Non
             s.candidate_multiplier = int(value)
         else:
             raise SystemExit(f"unknown variant part {part!r}")
+    return mode
 
 
 def main() -> None:
@@ -200,7 +217,7 @@ def main() -> None:
     parser.add_argument("--embedder", default=None, help="embedding provider (default: the configured default)")
     parser.add_argument("--today", default=None, help="reference date for temporal decay (default: today)")
     parser.add_argument("--variant", action="append", default=None,
-                        help="hybrid | bm25 | vector | decay=on|off | mmr=on|off | weights=V/T | lambda=X | ... "
+                        help="hybrid | bm25 | vector | precise | deep | decay=on|off | mmr=on|off | weights=V/T | lambda=X | ... "
                              "(comma-join to combine; default: hybrid, bm25, vector)")
     parser.add_argument("--json", type=Path, default=None, help="also write all figures to this file")
     args = parser.parse_args()
@@ -230,9 +247,9 @@ def main() -> None:
                "questions": len(questions), "variants": {}}
     for variant in args.variant or ["hybrid", "bm25", "vector"]:
         memory.settings.search.__dict__.update(baseline[0])
-        apply_variant(memory, variant, baseline[1])
-        memory.search("warm up", today=today)
-        table, timing = evaluate(memory, questions, today)
+        mode = apply_variant(memory, variant, baseline[1])
+        run_search(memory, mode, "warm up", today)
+        table, timing = evaluate(memory, questions, today, mode)
         results["variants"][variant] = {"scores": table, "latency": timing}
         overall = table["overall"]
         print(f"{variant:32s} R@5 {overall['R@5']:.3f}  R@10 {overall['R@10']:.3f}  MRR {overall['MRR']:.3f}  "

@@ -64,6 +64,9 @@ class SearchSettings:
     mmr_enabled: bool = True
     mmr_lambda: float = 0.7
     snippet_chars: int = 700
+    # A hit from a longer chunk cites at most this many lines around the line that matched
+    # (chunk_start_line/chunk_end_line keep the chunk's own range; memory_get widens).
+    citation_lines: int = 12
 
 
 @dataclass
@@ -172,7 +175,7 @@ def default_workspace() -> Path:
 
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
-    "recall": RecallSettings,
+    "recall": RecallSettings, "rerank": RerankSettings,
     "privacy": PrivacySettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
@@ -311,6 +314,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("search.max_results must be at least 1")
     if s.search.candidate_multiplier < 1:
         raise ConfigError("search.candidate_multiplier must be at least 1")
+    if s.search.citation_lines < 1:
+        raise ConfigError("search.citation_lines must be at least 1")
     if s.search.half_life_days <= 0:
         raise ConfigError("search.half_life_days must be positive")
     if not 0.0 <= s.search.mmr_lambda <= 1.0:

@@ -247,16 +247,30 @@ class HybridSearcher:
              similarity: float | None) -> SearchHit:
         path = snap.paths[row]
         source = "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
+        chunk_start, chunk_end = int(snap.start_lines[row]), int(snap.end_lines[row])
+        text = snap.texts[row].as_py()
+        # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
+        lines = text.split("\n")
+        best = best_line(lines, query)
+        start, end = chunk_start, chunk_end
+        if len(lines) == chunk_end - chunk_start + 1:
+            start, end = narrow_span(chunk_start, chunk_end, best, self.settings.citation_lines)
+            # The snippet comes from the cited lines, so what is shown is what the citation names.
+            lines = lines[start - chunk_start : end - chunk_start + 1]
+            text = "\n".join(lines)
+            best = None if best is None else best - (start - chunk_start)
         return SearchHit(
             path=path,
-            start_line=int(snap.start_lines[row]),
-            end_line=int(snap.end_lines[row]),
+            start_line=start,
+            end_line=end,
             score=round(float(score), 4),
-            snippet=_snippet(snap.texts[row].as_py(), query, self.settings.snippet_chars),
+            snippet=_snippet(text, query, self.settings.snippet_chars, best),
             source=source,
             date=snap.dates[row],
             keyword_coverage=round(coverage, 4),
             vector_similarity=None if similarity is None else round(similarity, 4),
+            chunk_start_line=chunk_start,
+            chunk_end_line=chunk_end,
         )
 
 
@@ -294,25 +308,39 @@ def _mmr(ranked: list[tuple[int, float]], tokens: dict[int, frozenset[str]], lam
     return chosen
 
 
-def _snippet(text: str, query: str, limit: int) -> str:
-    """The chunk text, or a window of ``limit`` characters around the line that best matches ``query``.
+def best_line(lines: list[str], query: str) -> int | None:
+    """The index of the line holding the query's most telling words, or None when none holds any.
 
-    The best line holds the query's most telling words: a word counts more the fewer lines of
-    the chunk hold it, so among many near-identical bullets the one with the distinguishing
-    name wins over the first line with a common word.
+    A word counts more the fewer lines hold it, so among many near-identical bullets the one
+    with the distinguishing name wins over the first line with a common word.
     """
-    text = text.strip()
-    if len(text) <= limit:
-        return text
     terms = {t for t in keyword_tokens(query.lower()) if len(t) > 1}
-    lines = text.split("\n")
-    line_terms = [{t for t in terms if t in line.lower()} for line in lines]
+    lowered = [line.lower() for line in lines]
+    line_terms = [{t for t in terms if t in line} for line in lowered]
     weight = {t: 1.0 / sum(t in found for found in line_terms) for t in terms if any(t in f for f in line_terms)}
-    scores = [sum(weight[t] for t in found) for found in line_terms]
     if not weight:
+        return None
+    scores = [sum(weight[t] for t in found) for found in line_terms]
+    return max(range(len(lines)), key=lambda i: (scores[i], -i))
+
+
+def narrow_span(start_line: int, end_line: int, best: int | None, max_lines: int) -> tuple[int, int]:
+    """At most ``max_lines`` lines of a chunk around its best line (the whole chunk when it is short
+    or when no line matched: a citation never points away from what was found)."""
+    if best is None or end_line - start_line + 1 <= max_lines:
+        return start_line, end_line
+    first = max(start_line, min(start_line + best - max_lines // 4, end_line - max_lines + 1))
+    return first, first + max_lines - 1
+
+
+def _snippet(text: str, query: str, limit: int, best: int | None = None) -> str:
+    """The chunk text, or a window of ``limit`` characters around ``best`` (the best matching line)."""
+    if len(text.strip()) <= limit:
+        return text.strip()
+    lines = text.split("\n")
+    if best is None or best >= len(lines):
         start = 0
     else:
-        best = max(range(len(lines)), key=lambda i: (scores[i], -i))
         line_start = sum(len(line) + 1 for line in lines[:best])
         # Some context before the line, and the line itself inside the window even when it is long.
         start = max(0, min(line_start - limit // 4, line_start + len(lines[best]) - limit))

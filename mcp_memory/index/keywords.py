@@ -171,13 +171,14 @@ class KeywordIndex:
             query = tantivy.Query.boolean_query(must)
         searcher = self._index.searcher()
         hits = searcher.search(query, limit).hits
-        total = max(int(searcher.num_docs), 1)
-        weight = 0.0
-        for term in terms:
-            df = int(searcher.doc_freq("text", term))
-            weight += math.log(1 + (total - df + 0.5) / (df + 0.5))  # BM25's IDF, as Tantivy computes it
+        weight = sum(_idf(searcher, term) for term in terms)
         docs = [(searcher.doc(address), score) for score, address in hits]
         return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score in docs], weight)
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """BM25's inverse document frequency of each analysed term: how telling it is in this memory."""
+        searcher = self._index.searcher()
+        return {term: _idf(searcher, term) for term in terms}
 
     def all_paths(self) -> set[str]:
         """Every file path with documents in the index (for consistency checks)."""
@@ -208,3 +209,10 @@ class _KeywordWriter:
     def add_many(self, rows: Iterable[tuple[str, str, str, dt.date | None]]) -> None:
         for chunk_id, path, index_text, date in rows:
             self.add(chunk_id, path, index_text, date)
+
+
+def _idf(searcher: tantivy.Searcher, term: str) -> float:
+    """BM25's IDF, as Tantivy computes it."""
+    total = max(int(searcher.num_docs), 1)
+    df = int(searcher.doc_freq("text", term))
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))

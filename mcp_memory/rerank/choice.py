@@ -18,11 +18,11 @@ class Rerankers:
         self._configured: Reranker | None = None
         self._lock = threading.Lock()
 
-    def local(self) -> Reranker:
+    def local(self) -> LocalReranker:
         """The offline reranker (always available)."""
         with self._lock:
             if self._local is None:
-                self._local = LocalReranker()
+                self._local = LocalReranker(lambda terms: self.engine.keywords.idf(terms))
             return self._local
 
     def configured(self) -> Reranker:
