@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 from mcp_memory import __version__
 from mcp_memory.config import ConfigError, Settings, load_settings
 from mcp_memory.errors import SearchError
+from mcp_memory.hits import SearchAnswer, SearchHit
 
 log = logging.getLogger("mcp_memory")
 
@@ -110,26 +111,53 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         try:
             request = SearchRequest.of(args.query, max_results=args.k, min_score=args.min_score,
                                        path_prefix=args.path_prefix, after=args.after, before=args.before)
-            hits = memory.search(request)
+            if args.mode == "precise":
+                answer = memory.precise_search(request)
+            elif args.mode == "deep":
+                answer = memory.deep_search(request)
+            else:
+                answer = SearchAnswer(memory.search(request))
         except SearchError as exc:
             raise _UserError(str(exc)) from None
         missing = memory.pending_embeddings()
+    hits = answer.hits
+    warnings = list(answer.warnings)
+    if args.mode == "precise" and settings.rerank.provider == "llm" and not settings.rerank.model:
+        warnings.insert(0, "rerank.provider 'llm' without rerank.model reranks with an MCP client's model "
+                           "(sampling), which the command line has not: the local reranker ordered these hits")
+    # Warnings go to stderr even with --json, whose output stays the list of hits it always was.
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if missing and not args.json:
         print(f"note: {missing} chunks are not embedded yet (run `mcp-memory index`); "
               "they were searched by keywords only", file=sys.stderr)
     if args.json:
-        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        print(json.dumps([_hit_dict(h, args.mode) for h in hits], ensure_ascii=False, indent=2))
         return 0
     if not hits:
         print("no results", file=sys.stderr)
         return 0
+    if answer.concepts:
+        print(f"concepts followed: {', '.join(answer.concepts)}\n")
     for rank, hit in enumerate(hits, 1):
         date = f"  {hit.date.isoformat()}" if hit.date else ""
-        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}")
+        found = ""
+        if args.mode == "deep":
+            found = f"  hop {hit.hop}" + (f" via {', '.join(hit.concepts)}" if hit.concepts else "")
+        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}{found}")
         for line in hit.snippet.splitlines()[:8]:
             print(f"     {line}")
         print()
     return 0
+
+
+def _hit_dict(hit: SearchHit, mode: str) -> dict[str, Any]:
+    """A hit as ``--json`` prints it: deep search's hop and concepts only in deep mode."""
+    data = hit.to_dict()
+    if mode != "deep":
+        data.pop("hop", None)
+        data.pop("concepts", None)
+    return data
 
 
 def _cmd_get(settings: Settings, args: argparse.Namespace) -> int:
@@ -367,7 +395,11 @@ def _add_reading_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
     p.add_argument("--path-prefix", default=None, help="only files whose path starts with this")
     p.add_argument("--after", default=None, help="only daily files dated on or after YYYY-MM-DD")
     p.add_argument("--before", default=None, help="only daily files dated on or before YYYY-MM-DD")
-    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.add_argument("--mode", choices=["default", "precise", "deep"], default="default",
+                   help="default: fast hybrid search; precise: the best candidates reranked ([rerank] settings); "
+                        "deep: a second search through the concepts of the first hits (questions that connect "
+                        "several memories)")
+    p.add_argument("--json", action="store_true", help="print hits as JSON (warnings go to stderr)")
     p.set_defaults(handler=_cmd_search)
 
     p = sub.add_parser("get", parents=[common], help="print lines of a memory file")

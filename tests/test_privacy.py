@@ -278,15 +278,21 @@ async def test_shared_token_over_the_network(tmp_path_factory, transport):
 _PROBE_TEXT = "the user's therapist sessions, salary per month and the quarterly pool for the platform team"
 
 
+_OMIT = object()  # a probe value meaning: leave this optional argument out
+
+
 def _probe_values(name: str, schema: dict) -> list[object]:
     """Hostile values for one argument, chosen by its name and type."""
     kind = schema.get("type") or next((s.get("type") for s in schema.get("anyOf", []) if s.get("type") != "null"), None)
     lowered = name.lower()
     if kind == "string":
         if "path" in lowered or lowered in ("uri", "file"):
-            return [*SPELLINGS[:4], "memory/projects/MEMORY.md", "./memory/projects/MEMORY.md"]
+            # Left out first: a search tool must also be probed over every file, not only through a prefix.
+            return [*([_OMIT] if "default" in schema else []), *SPELLINGS[:4], "memory/projects/MEMORY.md",
+                    "./memory/projects/MEMORY.md"]
         if lowered in ("after", "before") or "date" in lowered:
-            return ["2026-01-01"]
+            # A date keeps only daily files, so a search probed with dates alone would never reach MEMORY.md.
+            return [*([_OMIT] if "default" in schema else []), "2026-01-01"]
         if "id" in lowered:
             return ["MEMORY.md#L3", "MEMORY.md", "1"]
         return [_PROBE_TEXT]
@@ -308,13 +314,14 @@ async def test_every_tool_prompt_and_resource_keeps_private_files_private(shared
     async with Client(shared_server) as client:
         tools = (await client.list_tools()).tools
         assert len(tools) >= 7
+        assert {"memory_search", "precision_memory_search", "deep_memory_search"} <= {t.name for t in tools}
         for tool in tools:
             properties = tool.input_schema.get("properties", {})
             variants = [{}]
             for name, schema in properties.items():
                 values = _probe_values(name, schema)
-                variants = [{**v, name: value} for v in variants for value in values if value is not None][:12] \
-                    or variants
+                variants = [v if value is _OMIT else {**v, name: value}
+                            for v in variants for value in values if value is not None][:12] or variants
             for arguments in variants:
                 result = await client.call_tool(tool.name, arguments)
                 assert not _leaks(_text(result)), (tool.name, arguments, _text(result)[:300])

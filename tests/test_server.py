@@ -57,7 +57,7 @@ Atlas is the internal data platform; it runs on Kubernetes with Airflow for sche
 """
 
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
-         "memory_capture"}
+         "memory_capture", "precision_memory_search", "deep_memory_search"}
 
 
 # ----- fixtures and helpers -------------------------------------------------------------------
@@ -148,7 +148,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
     required = {name: set(t.input_schema.get("required", [])) for name, t in tools.items()}
     assert required == {"memory_search": {"query"}, "memory_get": {"path"}, "memory_store": {"text"},
                         "memory_forget": set(), "memory_recall": {"prompt"}, "memory_status": set(),
-                        "memory_capture": {"messages"}}
+                        "memory_capture": {"messages"}, "precision_memory_search": {"query"},
+                        "deep_memory_search": {"query"}}
     # The sampled extraction is filled by the server, never by the caller.
     assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
     assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}
@@ -161,7 +162,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
     assert set(tools["memory_forget"].output_schema["properties"]) >= {"removed", "candidates", "message"}
     assert set(tools["memory_recall"].output_schema["properties"]) == {"context"}
 
-    for name in ("memory_search", "memory_get", "memory_recall", "memory_status"):
+    for name in ("memory_search", "memory_get", "memory_recall", "memory_status", "precision_memory_search",
+                 "deep_memory_search"):
         assert tools[name].annotations.read_only_hint is True, name
         assert tools[name].annotations.destructive_hint is not True, name
     assert tools["memory_store"].annotations.read_only_hint is False
@@ -232,7 +234,9 @@ async def test_search_hit_fields(server):
     hits = result.structured_content["results"]
     assert hits, "the CI note should be found"
     for hit in hits:
-        assert set(hit) == {"path", "start_line", "end_line", "score", "snippet", "source", "date", "citation"}
+        assert set(hit) == {"path", "start_line", "end_line", "score", "snippet", "source", "date",
+                            "chunk_start_line", "chunk_end_line", "citation"}
+        assert hit["chunk_start_line"] <= hit["start_line"] <= hit["end_line"] <= hit["chunk_end_line"]
         assert hit["citation"] == f"{hit['path']}#L{hit['start_line']}-L{hit['end_line']}"
         assert 1 <= hit["start_line"] <= hit["end_line"]
         assert isinstance(hit["score"], float) and 0.0 <= hit["score"] <= 1.0

@@ -31,7 +31,7 @@ from conftest import ServerProcess, free_port, port_open, server_env, start_serv
 PNPM_NOTE = "The user prefers pnpm over npm and yarn."
 RECALL_MESSAGE = "Which package manager should I use, pnpm or npm?"
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
-         "memory_capture"}
+         "memory_capture", "precision_memory_search", "deep_memory_search"}
 TOKEN = "s3cret"
 
 

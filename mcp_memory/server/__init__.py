@@ -36,6 +36,9 @@ INSTRUCTIONS = """\
 This server is the user's long-term memory: markdown notes of facts, preferences, decisions and past work.
 - Before answering questions about the user, their projects, past work or earlier decisions, call memory_search; \
 read more with memory_get.
+- memory_search is the fast default. When the exact answer matters and a few best hits are enough (a date, a \
+name, a number, a decision), use precision_memory_search. When the question connects several memories ("the \
+friend who...", "what happened before/after X", one thing found through another), use deep_memory_search.
 - Cite what you use as path#Lstart-Lend.
 - When the user states a durable fact, preference or decision, save it with memory_store (one fact per call), \
 or pass the latest messages to memory_capture, which extracts, filters and deduplicates them.

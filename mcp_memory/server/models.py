@@ -20,6 +20,8 @@ from mcp_memory.reading import FileLines
 
 # SearchHit's absolute relevance signals: the hooks read them, clients get the fused score only.
 RELEVANCE_SIGNALS = ("keyword_coverage", "vector_similarity")
+# What only deep search fills in: the other modes leave these fields out of their hits.
+DEEP_FIELDS = ("hop", "concepts")
 
 
 def fields_of(record: type, drop: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
@@ -40,12 +42,32 @@ def fields_of(record: type, drop: tuple[str, ...] = (), **changes: Any) -> dict[
 
 # Comments, not docstrings, on these models: a model's docstring becomes a description in its schema.
 class Hit(BaseModel):
-    # One search hit as SearchHit.to_dict() puts it, without the relevance signals.
-    __annotations__ = fields_of(SearchHit, drop=RELEVANCE_SIGNALS, date=str | None, citation=str)
+    # One search hit as SearchHit.to_dict() puts it, without the relevance signals and deep search's fields.
+    __annotations__ = fields_of(SearchHit, drop=RELEVANCE_SIGNALS + DEEP_FIELDS, date=str | None, citation=str)
+
+
+class DeepHit(BaseModel):
+    # One deep search hit: a Hit plus the hop that found it and the concepts that led there.
+    __annotations__ = fields_of(SearchHit, drop=RELEVANCE_SIGNALS, date=str | None, concepts=list[str],
+                                citation=str)
 
 
 class SearchResult(BaseModel):
     results: list[Hit]
+
+
+class PrecisionSearchResult(BaseModel):
+    results: list[Hit]
+    warnings: list[str] = Field(description="What the caller should know, e.g. a reranker failed and the "
+                                            "local one ordered the hits")
+    reranker: str | None = Field(description="Whose order the hits follow: local, http, llm or sampling "
+                                             "(null when nothing was found)")
+
+
+class DeepSearchResult(BaseModel):
+    results: list[DeepHit]
+    concepts: list[str] = Field(description="The concepts of the first hits that the second hop searched for")
+    warnings: list[str]
 
 
 class GetResult(BaseModel):

@@ -1,4 +1,4 @@
-"""The tools: search, get, store, forget, capture, recall and status.
+"""The tools: search (default, precision and deep), get, store, forget, capture, recall and status.
 
 Each is a plain function the SDK runs in a worker thread; it asks ``Memory`` and turns the
 answer into a result model. Errors the model should see are raised as ``ToolError`` with a
@@ -9,18 +9,28 @@ No ``from __future__ import annotations`` here, on purpose: the SDK reads each t
 signature by evaluating its annotations in this module's namespace, and the capture tool's
 sampling resolver is a closure over its server's settings, which only an annotation
 evaluated where the tool is defined can name.
+
+Two tools may ask the client's model through MCP sampling: memory_capture (to extract facts)
+and precision_memory_search (to order the candidates, when ``rerank.provider`` is "llm"
+without a model). Either way the model's answer is only ever a better result: without
+sampling, or with an answer that makes no sense, the tool does what it does offline.
 """
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Annotated, Any
 
+import anyio.to_thread
+from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.shared.message import ServerMessageMetadata
+from mcp.types import CreateMessageRequest, CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field, ValidationError
 
-from mcp_memory.config import CaptureSettings
+from mcp_memory.config import CaptureSettings, RerankSettings
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.requests import SearchRequest
 from mcp_memory.server.auth import require_write
@@ -29,9 +39,12 @@ from mcp_memory.server.models import (
     CapturedLine,
     CaptureResultModel,
     ChatMessage,
+    DeepHit,
+    DeepSearchResult,
     ForgetResultModel,
     GetResult,
     Hit,
+    PrecisionSearchResult,
     RecallResult,
     SearchResult,
     StoreResultModel,
@@ -49,8 +62,8 @@ REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 
 def register_tools(server: MCPServer, app: ServerContext) -> None:
     """Register every tool on ``server``."""
-    for register in (_register_search, _register_get, _register_store, _register_forget, _register_capture,
-                     _register_recall, _register_status):
+    for register in (_register_search, _register_precision_search, _register_deep_search, _register_get,
+                     _register_store, _register_forget, _register_capture, _register_recall, _register_status):
         register(server, app)
 
 
@@ -65,7 +78,9 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
         ctx: Context | None = None,
     ) -> SearchResult:
-        """Search the memory (hybrid keyword + semantic). Each hit cites path#Lstart-Lend."""
+        """Search the memory (hybrid keyword + semantic): the fast default. Each hit cites path#Lstart-Lend.
+        For the few exact best hits use precision_memory_search; for questions that connect several
+        memories, deep_memory_search."""
         try:
             request = SearchRequest.of(query, max_results=max_results, min_score=min_score, path_prefix=path_prefix,
                                        after=after, before=before, include_private=app.include_private(ctx))
@@ -73,6 +88,81 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         except SearchError as exc:
             raise ToolError(str(exc)) from None
         return SearchResult(results=[Hit.model_validate(h.to_dict()) for h in hits])
+
+
+# top_k and max_results of the precision and deep tools: beyond this a "search" is a dump of the memory.
+MAX_HITS = 50
+
+
+def _register_precision_search(server: MCPServer, app: ServerContext) -> None:
+    async def sample_order(query: str, top_k: int, min_score: float | None, path_prefix: str | None,
+                           after: str | None, before: str | None,
+                           ctx: Context) -> Sample | CreateMessageResult | SamplingSkipped:
+        """The resolver of ``sampled``: the client's model orders the candidates, when the settings ask for it."""
+        if not wants_sampled_rerank(app.settings.rerank):
+            return SamplingSkipped()
+        try:
+            request = SearchRequest.of(query, max_results=top_k, min_score=min_score, path_prefix=path_prefix,
+                                       after=after, before=before, include_private=app.include_private(ctx))
+        except SearchError:
+            return SamplingSkipped()  # the tool body reports the bad input
+        return await rerank_sampling(app, request, ctx)
+
+    @server.tool(title="Precision search", annotations=READ_ONLY)
+    def precision_memory_search(
+        query: Annotated[str, Field(description="The question or what to look for, in any language")],
+        top_k: Annotated[int, Field(ge=1, le=MAX_HITS, description="Number of hits")] = 5,
+        min_score: Annotated[float | None, Field(ge=0, le=1, description="Drop hits scoring below this")] = None,
+        path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
+        after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
+        before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        sampled: Annotated[CreateMessageResult | SamplingSkipped | None, Resolve(sample_order)] = None,
+        ctx: Context | None = None,
+    ) -> PrecisionSearchResult:
+        """Search the memory when the exact answer matters: the best candidates of memory_search are read
+        again together with the query and reordered, so the first few hits are the right ones. Slower than
+        memory_search; ask for few hits (top_k). Each hit cites path#Lstart-Lend."""
+        # Lazy: the reranker module is only needed once a precision search runs.
+        from mcp_memory.rerank.llm import SampledReranker
+
+        try:
+            request = SearchRequest.of(query, max_results=top_k, min_score=min_score, path_prefix=path_prefix,
+                                       after=after, before=before, include_private=app.include_private(ctx))
+            warnings: list[str] = []
+            reranker = None
+            if isinstance(sampled, CreateMessageResult):
+                reranker = SampledReranker(sampled.content.text if isinstance(sampled.content, TextContent) else "")
+            elif isinstance(sampled, SamplingSkipped) and sampled.warning:
+                warnings.append(sampled.warning)
+            answer = app.memory().precise_search(request, reranker=reranker)
+        except SearchError as exc:
+            raise ToolError(str(exc)) from None
+        return PrecisionSearchResult(results=[Hit.model_validate(h.to_dict()) for h in answer.hits],
+                                     warnings=[*warnings, *answer.warnings], reranker=answer.reranker)
+
+
+def _register_deep_search(server: MCPServer, app: ServerContext) -> None:
+    @server.tool(title="Deep search", annotations=READ_ONLY)
+    def deep_memory_search(
+        query: Annotated[str, Field(description="The question, in any language")],
+        max_results: Annotated[int, Field(ge=1, le=MAX_HITS, description="Number of hits")] = 8,
+        path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
+        after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
+        before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        ctx: Context | None = None,
+    ) -> DeepSearchResult:
+        """Search the memory for a question that connects several memories ("what does the friend who moved
+        to Berlin do?", "what happened after the trip to X?"): searches, then searches again for the people,
+        places and events the first hits name, and merges both. Each hit says which hop found it (1: the
+        question, 2: a concept) and through which concepts. Slower than memory_search."""
+        try:
+            request = SearchRequest.of(query, max_results=max_results, path_prefix=path_prefix, after=after,
+                                       before=before, include_private=app.include_private(ctx))
+            answer = app.memory().deep_search(request)
+        except SearchError as exc:
+            raise ToolError(str(exc)) from None
+        return DeepSearchResult(results=[DeepHit.model_validate(h.to_dict()) for h in answer.hits],
+                                concepts=list(answer.concepts), warnings=list(answer.warnings))
 
 
 def _register_get(server: MCPServer, app: ServerContext) -> None:
@@ -215,6 +305,67 @@ def sampling_request(capture: CaptureSettings, messages: list[ChatMessage], sess
     system, user = extraction_prompt(candidates, dt.date.today())
     return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
                   system_prompt=system, max_tokens=800, temperature=0)
+
+
+@dataclass(frozen=True)
+class SamplingSkipped:
+    """Precision search did not get an order from the client's model; ``warning`` says what the caller lost."""
+
+    warning: str | None = None  # None: sampling was not wanted, or there was nothing to order
+
+
+def wants_sampled_rerank(rerank: RerankSettings) -> bool:
+    """Whether the settings leave the reranking to the client's model (``llm`` without a model of its own)."""
+    return rerank.provider == "llm" and not rerank.model
+
+
+async def rerank_sampling(app: ServerContext, request: SearchRequest,
+                          ctx: Context) -> Sample | CreateMessageResult | SamplingSkipped:
+    """Ask the client's model to order the candidates of ``request``; what it said, or why it was not asked.
+
+    The prompt holds the very candidates the tool body reranks, found with the caller's own
+    ``include_private``: a shared caller's model never reads a private file. Under 2026-07-28
+    the ``Sample`` travels in the tool call's retries. Under a handshake protocol the request is
+    sent here rather than by the SDK, so that a client that refuses it (its user declines)
+    costs a warning instead of failing the whole call.
+    """
+    # Lazy: the reranker module is only needed once a precision search samples.
+    from mcp_memory.rerank.llm import listwise_prompt
+
+    unavailable = SamplingSkipped("the client offers no sampling, so the local reranker ordered these hits "
+                                  "(set rerank.model to rerank with a chat model of your own)")
+    if not request.query.strip():
+        return SamplingSkipped()  # nothing is found, so nothing is lost
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None:
+        return unavailable
+    try:
+        # In a worker thread, as the tools run: opening the memory may wait, ranking takes a while.
+        ranking, candidates = await anyio.to_thread.run_sync(lambda: app.memory().precision.candidates(request))
+    except SearchError:
+        return SamplingSkipped()  # the tool body reports it
+    if not candidates:
+        return SamplingSkipped()
+    system, user = listwise_prompt(ranking.query, candidates)
+    sample = Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
+                    system_prompt=system, max_tokens=8 * len(candidates) + 64, temperature=0)
+    version = ctx.protocol_version
+    if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return sample
+    session = ctx.session
+    if not session.can_send_request:
+        return unavailable
+    try:
+        result: CreateMessageResult = await session.send_request(
+            CreateMessageRequest(params=sample.params), CreateMessageResult,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    except MCPError as exc:
+        return SamplingSkipped(f"the client did not answer the sampling request ({exc}); "
+                               "the local reranker ordered these hits")
+    except ValidationError:
+        return SamplingSkipped("the client's answer to the sampling request is not a message; "
+                               "the local reranker ordered these hits")
+    return result
 
 
 def _plain(message: Any) -> Any:
