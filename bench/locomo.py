@@ -217,8 +217,8 @@ def main() -> None:
     parser.add_argument("--embedder", default=None, help="embedding provider (default: the configured default)")
     parser.add_argument("--today", default=None, help="reference date for temporal decay (default: today)")
     parser.add_argument("--variant", action="append", default=None,
-                        help="hybrid | bm25 | vector | precise | deep | decay=on|off | mmr=on|off | weights=V/T | lambda=X | ... "
-                             "(comma-join to combine; default: hybrid, bm25, vector)")
+                        help="hybrid | bm25 | vector | precise | deep | decay=on|off | mmr=on|off | weights=V/T | "
+                             "lambda=X | ... (comma-join to combine; default: hybrid, bm25, vector)")
     parser.add_argument("--json", type=Path, default=None, help="also write all figures to this file")
     args = parser.parse_args()
 
