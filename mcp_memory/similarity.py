@@ -58,7 +58,9 @@ class Similarity:
             if hit.path not in files:
                 files[hit.path] = self.reader.file_lines(hit.path)
             file_lines = files[hit.path]
-            for number in range(hit.start_line, min(hit.end_line, len(file_lines)) + 1):
+            # The whole chunk, not only the lines its citation narrows to: a near-duplicate
+            # may sit anywhere in it.
+            for number in range(hit.chunk_start_line, min(hit.chunk_end_line, len(file_lines)) + 1):
                 if (hit.path, number) not in seen:
                     seen.add((hit.path, number))
                     out.append((hit, number, file_lines[number - 1].rstrip("\r")))
