@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 CONFIGURED = object()  # sentinel: build the embedder the settings name
 MAX_DEGRADED = 5  # reasons kept for status
+# More changed paths than this since the snapshot's generation: reload the snapshot whole
+# (each 200 paths cost one scan of LanceDB's path column, and a reload reads everything once).
+MAX_INCREMENTAL_PATHS = 2000
 T = TypeVar("T")
 
 
@@ -51,8 +54,10 @@ class Engine:
         self._embedder_arg = embedder
         self._opened = False
         self._open_lock = threading.Lock()
-        self._generation: str | None = None
+        self._generation: str | None = None  # of the search snapshot; None: load it whole
         self._snapshot_lock = threading.Lock()
+        # Refresh the snapshot by the changed files' rows when possible (off: always reload it whole).
+        self.incremental_snapshot = True
 
     # ----- opening -------------------------------------------------------------------------
     def open(self) -> Engine:
@@ -72,6 +77,7 @@ class Engine:
                 self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache
             )
             self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search)
+            self._generation = None  # the new searcher's snapshot is empty: the next search loads it whole
             self._opened = True
         return self
 
@@ -158,14 +164,43 @@ class Engine:
         return self.settings.recall.similarity_floor or self.embedder.relevance_floor
 
     def refresh_snapshot(self) -> None:
-        """Reload the search snapshot when the index generation changed (another process wrote)."""
+        """Bring the search snapshot up to the index generation, if that changed (any process wrote).
+
+        When the state database knows every path changed since the snapshot's generation,
+        only those paths' rows are read again; otherwise (a rebuild, a gap in the record, an
+        error) the whole snapshot is reloaded. Both give the same rows.
+        """
         with self._snapshot_lock:
             generation = self.state.generation
             if generation == self._generation:
                 return
+            if self._generation is not None and self.incremental_snapshot:
+                try:
+                    if self._refresh_changed_paths(self._generation):
+                        return
+                except Exception as exc:  # noqa: BLE001 - an optimisation: any failure means a full reload
+                    log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
             rows = self.recovering(self._newest_rows)
             self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
             self._generation = generation
+
+    def _refresh_changed_paths(self, since: str) -> bool:
+        """Replace the snapshot's rows of the paths changed since generation ``since``; False if unsure."""
+        generation, paths = self.state.changes_since(since)
+        if paths is None or len(paths) > MAX_INCREMENTAL_PATHS:
+            return False
+        self.refresh_handles()  # after reading the generation: the rows are at least that new
+        snapshot = self.searcher.snapshot
+        if paths:
+            snapshot = snapshot.replace_paths(paths, self.vectors.snapshot_rows_of(paths))
+        if len(snapshot) != self.vectors.count():
+            # Rows changed that the record does not name (a write by a process that keeps no
+            # record, rows lost under a running process): trust only a full reload.
+            log.info("the changed rows do not add up to the index: reloading the whole snapshot")
+            return False
+        self.searcher.set_snapshot(snapshot)
+        self._generation = generation
+        return True
 
     def _newest_rows(self) -> pa.Table:
         self.refresh_handles()

@@ -106,7 +106,7 @@ class HybridSearcher:
             snap, query, pool, allowed, path_prefix, after, before
         )
         vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
-        fused = self._fuse(text_scores, text_confidence, vector_scores)
+        fused = self._fuse(snap, text_scores, text_confidence, vector_scores)
         if not fused:
             return empty
 
@@ -205,7 +205,8 @@ class HybridSearcher:
         while len(self._query_vectors) > 256:
             self._query_vectors.popitem(last=False)
 
-    def _fuse(self, text: dict[int, float], text_confidence: float, vector: dict[int, float]) -> dict[int, float]:
+    def _fuse(self, snap: SearchSnapshot, text: dict[int, float], text_confidence: float,
+              vector: dict[int, float]) -> dict[int, float]:
         wt, wv = self.settings.text_weight, self.settings.vector_weight
         if not vector:
             wt, wv = 1.0, 0.0
@@ -218,7 +219,7 @@ class HybridSearcher:
             # When the best keyword match covers little of the query (only common words, or
             # an English query over Chinese notes), keyword ranks say little: scale them down.
             nt = {row: value * text_confidence for row, value in nt.items()}
-        has_vector = self.snapshot.has_vector
+        has_vector = snap.has_vector  # the snapshot these rows belong to, even if a refresh landed since
         fused: dict[int, float] = {}
         for row in set(nt) | set(nv):
             t = nt.get(row, 0.0)

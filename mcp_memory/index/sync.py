@@ -275,7 +275,7 @@ class Indexer:
             writer.delete_all()
         self.state.clear_files()
         self.state.set("fingerprint", wanted)
-        self.state.bump_generation()
+        self.state.bump_generation(None)  # every row may have changed: readers reload everything
 
     def rebuild(self, reason: str) -> None:
         """Empty both indexes and the state table; the next sync re-indexes every file."""
@@ -286,7 +286,7 @@ class Indexer:
             with self.keywords.writer() as writer:
                 writer.delete_all()
             self.state.clear_files()
-            self.state.bump_generation()
+            self.state.bump_generation(None)  # every row may have changed: readers reload everything
 
     def _orphan_paths(self) -> set[str]:
         """Paths with rows in the index but no state row: left by a run killed mid-batch."""
@@ -357,7 +357,8 @@ class Indexer:
             vectors = embed_through_cache(self.embedder, self.cache, texts)
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
-                self.state.bump_generation()
+                # The files whose rows got vectors: readers re-read just those rows.
+                self.state.bump_generation(set(cast("list[str]", rows.column("path").to_pylist())))
             done += rows.num_rows
             if progress:
                 progress("embeddings", done, max(total, done))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
@@ -43,6 +43,8 @@ COMPACT_EVERY_VERSIONS = 60
 # margin; without cleanup, every superseded version's files stayed on disk (77 MB after 300
 # stores on a 2 MB table).
 VERSION_RETENTION = dt.timedelta(minutes=1)
+# Paths per ``path IN (...)`` filter: each filter is one scan of the path column.
+PATHS_PER_FILTER = 200
 
 
 def chunk_schema(dimensions: int) -> pa.Schema:
@@ -111,8 +113,8 @@ class VectorStore:
     def replace_paths(self, paths: Sequence[str], chunks: Sequence[Chunk], vectors: dict[str, np.ndarray]) -> None:
         """Delete every row of ``paths`` and add ``chunks`` (with cached vectors where known)."""
         self.refresh()  # write on top of the newest version, whoever made it
-        for start in range(0, len(paths), 200):
-            part = paths[start : start + 200]
+        for start in range(0, len(paths), PATHS_PER_FILTER):
+            part = paths[start : start + PATHS_PER_FILTER]
             self._table.delete("path IN (" + ",".join(_sql_string(p) for p in part) + ")")
         if chunks:
             self._table.add(self._rows(chunks, vectors))
@@ -174,10 +176,29 @@ class VectorStore:
         """Every row and column."""
         return self._reading(lambda: self._table.to_arrow())
 
+    @property
+    def snapshot_columns(self) -> list[str]:
+        """The columns search keeps in memory (not index_text or heading)."""
+        return ["id", "path", "start_line", "end_line", "date", "text"] + (["vector"] if self.dimensions else [])
+
     def snapshot_rows(self) -> pa.Table:
-        """Every row, with just the columns search keeps in memory (not index_text or heading)."""
-        return self._all_rows(["id", "path", "start_line", "end_line", "date", "text"]
-                              + (["vector"] if self.dimensions else []))
+        """Every row, with the snapshot columns."""
+        return self._all_rows(self.snapshot_columns)
+
+    def snapshot_rows_of(self, paths: Collection[str]) -> pa.Table:
+        """The rows of ``paths`` (all read at this handle's version), with the snapshot columns."""
+        columns = self.snapshot_columns
+        wanted = sorted(set(paths))
+
+        def read() -> pa.Table:
+            parts = [self.schema.empty_table().select(columns)]
+            for start in range(0, len(wanted), PATHS_PER_FILTER):
+                where = "path IN (" + ",".join(_sql_string(p) for p in wanted[start : start + PATHS_PER_FILTER]) + ")"
+                # limit(None): a plain (non-vector) query returns every matching row
+                parts.append(self._table.search().where(where).select(columns).limit(None).to_arrow())
+            return pa.concat_tables(parts)
+
+        return self._reading(read)
 
     def _all_rows(self, columns: list[str]) -> pa.Table:
         def read() -> pa.Table:
