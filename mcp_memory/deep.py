@@ -33,6 +33,8 @@ SOURCE_HITS = 3  # the first hits whose best lines give the concepts
 MAX_CONCEPTS = 4
 KEPT_FIRST_HITS = 5  # first-hop hits that keep their places at the top
 SECOND_HOP_DISCOUNT = 0.5  # a second-hop hit counts for half the same score found directly
+REPEATED_FILE_FACTOR = 0.5  # after the leading hits, a further hit from a file already listed
+FIRST_HOP_POOL = 3  # the first hop reads this many times the hits asked for
 SECOND_HOP_SECONDS = 0.5  # no new second-hop search starts after this long
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _DATE = re.compile(r"^\d{4}(?:-\d{2}){0,2}$")
@@ -49,9 +51,14 @@ class DeepSearch:
         k = self.settings.search.max_results if request.max_results is None else int(request.max_results)
         if not 1 <= k <= MAX_RESULTS:
             raise SearchError(f"max_results must be between 1 and {MAX_RESULTS}, got {k}")
-        first = self.engine.rank(replace(request, max_results=k))
-        if not first.ranked:
+        lead = self.engine.rank(replace(request, max_results=k))
+        if not lead.ranked:
             return SearchAnswer([], mode="deep")
+        # The leading hits exactly as the default search ranks them; a wider pool for the rest.
+        first = self.engine.rank(replace(request, max_results=k * FIRST_HOP_POOL))
+        if first.snapshot is not lead.snapshot:
+            first = lead  # the index changed in between: row numbers differ, keep to one snapshot
+        leading = [row for row, _ in lead.ranked[:KEPT_FIRST_HITS]]
         concepts = self.concepts(first)
         found: dict[int, tuple[float, list[str]]] = {}  # second-hop rows: best score, concepts that found them
         deadline = time.monotonic() + SECOND_HOP_SECONDS
@@ -62,7 +69,7 @@ class DeepSearch:
             for row, score in second.ranked:
                 best, via = found.get(row, (0.0, []))
                 found[row] = (max(best, score * SECOND_HOP_DISCOUNT), [*via, concept])
-        return SearchAnswer(self._merge(first, found, k), mode="deep", concepts=concepts)
+        return SearchAnswer(self._merge(first, leading, found, k), mode="deep", concepts=concepts)
 
     def concepts(self, first: Ranking) -> list[str]:
         """Words of the first hits' best lines worth a second search, most telling first."""
@@ -102,17 +109,27 @@ class DeepSearch:
             return None
         return next(iter(terms))
 
-    def _merge(self, first: Ranking, found: dict[int, tuple[float, list[str]]], k: int) -> list[SearchHit]:
-        searcher = self.engine.searcher
-        kept = first.ranked[:KEPT_FIRST_HITS]
+    def _merge(self, first: Ranking, kept: list[int], found: dict[int, tuple[float, list[str]]],
+               k: int) -> list[SearchHit]:
+        """The leading hits, then the best of the rest, preferring files not shown yet."""
+        searcher, paths = self.engine.searcher, first.snapshot.paths
         pool: dict[int, tuple[float, int, list[str]]] = {row: (score, 1, []) for row, score in first.ranked}
+        kept = [row for row in kept if row in pool] if first.ranked else []
         for row, (score, via) in found.items():
             if row not in pool:
                 pool[row] = (score, 2, via)
-        taken = {row for row, _ in kept}
-        rest = sorted((row for row in pool if row not in taken), key=lambda row: pool[row][0], reverse=True)
+        order = list(kept)
+        shown = {paths[row] for row in kept}
+        rest = [row for row in pool if row not in set(kept)]
+        while rest and len(order) < k:
+            # A deep search is for questions whose answer spreads over several notes: a file
+            # already in the list counts for less than one that is not.
+            best = max(rest, key=lambda row: pool[row][0] * (REPEATED_FILE_FACTOR if paths[row] in shown else 1.0))
+            rest.remove(best)
+            order.append(best)
+            shown.add(paths[best])
         hits = []
-        for row in [r for r, _ in kept] + rest:
+        for row in order[:k]:
             score, hop, via = pool[row]
             hits.append(replace(searcher.hit(first, row, score), hop=hop, concepts=tuple(via)))
-        return hits[:k]
+        return hits
