@@ -109,3 +109,11 @@ class TermAnalyzer:
         for start in range(0, len(tokens), _ANALYZE_TOKENS):
             out.update(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
         return frozenset(out)
+
+    def sequence(self, text: str) -> list[str]:
+        """The analysed terms of a text in order, stop words kept (for phrases)."""
+        tokens = keyword_tokens(text)
+        out: list[str] = []
+        for start in range(0, len(tokens), _ANALYZE_TOKENS):
+            out.extend(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
+        return out

@@ -6,6 +6,8 @@ answers the question. This stage reads each candidate line by line:
 
 * **line evidence**: the share of the query's weight (BM25's IDF of each term, so rare words
   count most) found within two adjacent lines, the best such window of the chunk;
+* **phrases**: the share of the query's adjacent word pairs (stemmed) found in one line, so
+  "masterpiece on wheels" beats a line that has the three words apart;
 * **dates**: when the query names a day, month or year (``periods.py``), daily files of
   that period, or just after it, rise;
 * the first stage's own fused score, which carries the semantic match.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 
 from mcp_memory.analysis import TermAnalyzer
 from mcp_memory.periods import date_closeness, query_periods
@@ -26,6 +29,7 @@ from mcp_memory.rerank.base import RerankCandidate
 
 FIRST_STAGE_WEIGHT = 0.6
 LINE_EVIDENCE_WEIGHT = 0.4
+PHRASE_WEIGHT = 0.2
 DATE_WEIGHT = 0.3
 WINDOW_LINES = 2
 _CACHED_LINES = 50_000
@@ -39,7 +43,7 @@ class LocalReranker:
     def __init__(self, idf: IdfLookup, analyzer: TermAnalyzer | None = None):
         self._idf = idf
         self._analyzer = analyzer or TermAnalyzer()
-        self._line_terms: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._lines: OrderedDict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = OrderedDict()
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
         if not candidates:
@@ -48,11 +52,15 @@ class LocalReranker:
         weights = self._idf(terms) if terms else {}
         total = sum(weights.values())
         periods = query_periods(query)
-        scale = FIRST_STAGE_WEIGHT + LINE_EVIDENCE_WEIGHT + (DATE_WEIGHT if periods else 0.0)
+        phrases = _pairs(self._analyzer.sequence(query))
+        scale = (FIRST_STAGE_WEIGHT + LINE_EVIDENCE_WEIGHT + (PHRASE_WEIGHT if phrases else 0.0)
+                 + (DATE_WEIGHT if periods else 0.0))
         scores = []
         for candidate in candidates:
             evidence = self.line_evidence(candidate.text, weights, total)[0]
             score = FIRST_STAGE_WEIGHT * candidate.score + LINE_EVIDENCE_WEIGHT * evidence
+            if phrases:
+                score += PHRASE_WEIGHT * self.phrase_share(candidate.text, phrases)
             if periods:
                 score += DATE_WEIGHT * date_closeness(periods, candidate.date)
             scores.append(score / scale)
@@ -62,7 +70,7 @@ class LocalReranker:
         """The best window's share of the query weight (0..1) and the index of its first line."""
         if total <= 0:
             return 0.0, 0
-        lines = [self._terms(line) for line in text.split("\n")]
+        lines = [self._line(line)[0] for line in text.split("\n")]
         best, best_at = 0.0, 0
         for i in range(len(lines)):
             window = frozenset().union(*lines[i : i + WINDOW_LINES])
@@ -71,10 +79,20 @@ class LocalReranker:
                 best, best_at = found, i
         return min(1.0, best / total), best_at
 
-    def _terms(self, line: str) -> frozenset[str]:
-        cached = self._line_terms.get(line)
+    def phrase_share(self, text: str, phrases: frozenset[tuple[str, str]]) -> float:
+        """The largest share of ``phrases`` (adjacent term pairs) that one line of ``text`` holds."""
+        return max(len(phrases & self._line(line)[1]) for line in text.split("\n")) / len(phrases)
+
+    def _line(self, line: str) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+        """A line's analysed terms and adjacent term pairs (cached: candidates recur across queries)."""
+        cached = self._lines.get(line)
         if cached is None:
-            cached = self._line_terms[line] = self._analyzer.terms(line) if line.strip() else frozenset()
-            if len(self._line_terms) > _CACHED_LINES:
-                self._line_terms.popitem(last=False)
+            sequence = self._analyzer.sequence(line) if line.strip() else []
+            cached = self._lines[line] = (frozenset(sequence), _pairs(sequence))
+            if len(self._lines) > _CACHED_LINES:
+                self._lines.popitem(last=False)
         return cached
+
+
+def _pairs(sequence: list[str]) -> frozenset[tuple[str, str]]:
+    return frozenset(pairwise(sequence))
