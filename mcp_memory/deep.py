@@ -7,8 +7,9 @@ offline from the best lines of the first hits: words the question does not alrea
 weighted by how rare they are in the memory, names and dates first. At most two hops, the
 second bounded in time; every hit says which hop found it and which concepts led there.
 
-The first hits keep their places at the top (a deep search never answers worse than the
-default one there); second-hop hits fill the rest of the list by score.
+The first hop is a precision search; its leading hits keep their places at the top, and the
+rest of the list is the best of both hops by score (a second-hop hit at half its score for the
+question and the concept), files not listed yet first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp_memory.config import Settings
 from mcp_memory.engine import Engine
 from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchAnswer, SearchHit
+from mcp_memory.precision import PrecisionSearch
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank.local import LocalReranker
 from mcp_memory.search import Ranking
@@ -32,18 +34,19 @@ MAX_RESULTS = 100
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
 MAX_CONCEPTS = 4
 KEPT_FIRST_HITS = 5  # first-hop hits that keep their places at the top
-SECOND_HOP_DISCOUNT = 0.5  # a second-hop hit counts for half the same score found directly
+SECOND_HOP_DISCOUNT = 0.5  # a second-hop hit counts half its score for the question and the concept
 REPEATED_FILE_FACTOR = 0.5  # after the leading hits, a further hit from a file already listed
-FIRST_HOP_POOL = 3  # the first hop reads this many times the hits asked for
 SECOND_HOP_SECONDS = 0.5  # no new second-hop search starts after this long
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _DATE = re.compile(r"^\d{4}(?:-\d{2}){0,2}$")
 
 
 class DeepSearch:
-    def __init__(self, engine: Engine, settings: Settings, local: Callable[[], LocalReranker]):
+    def __init__(self, engine: Engine, settings: Settings, precise: Callable[[], PrecisionSearch],
+                 local: Callable[[], LocalReranker]):
         self.engine = engine
         self.settings = settings
+        self._precise = precise
         self._local = local
         self._analyzer = TermAnalyzer()
 
@@ -51,14 +54,13 @@ class DeepSearch:
         k = self.settings.search.max_results if request.max_results is None else int(request.max_results)
         if not 1 <= k <= MAX_RESULTS:
             raise SearchError(f"max_results must be between 1 and {MAX_RESULTS}, got {k}")
-        lead = self.engine.rank(replace(request, max_results=k))
-        if not lead.ranked:
-            return SearchAnswer([], mode="deep")
-        # The leading hits exactly as the default search ranks them; a wider pool for the rest.
-        first = self.engine.rank(replace(request, max_results=k * FIRST_HOP_POOL))
-        if first.snapshot is not lead.snapshot:
-            first = lead  # the index changed in between: row numbers differ, keep to one snapshot
-        leading = [row for row, _ in lead.ranked[:KEPT_FIRST_HITS]]
+        # The first hop is a precise search: its leading hits are those of precision search,
+        # and its wider list (the reranked candidates) is the pool the rest is chosen from.
+        reranked = self._precise().rerank(replace(request, max_results=k))
+        if not reranked.ranked:
+            return SearchAnswer([], mode="deep", warnings=reranked.warnings)
+        first = replace(reranked.ranking, ranked=reranked.ranked)
+        leading = [row for row, _ in reranked.ranked[:KEPT_FIRST_HITS]]
         concepts = self.concepts(first)
         found: dict[int, tuple[float, list[str]]] = {}  # second-hop rows: best score, concepts that found them
         deadline = time.monotonic() + SECOND_HOP_SECONDS
@@ -69,7 +71,8 @@ class DeepSearch:
             for row, score in second.ranked:
                 best, via = found.get(row, (0.0, []))
                 found[row] = (max(best, score * SECOND_HOP_DISCOUNT), [*via, concept])
-        return SearchAnswer(self._merge(first, leading, found, k), mode="deep", concepts=concepts)
+        return SearchAnswer(self._merge(first, leading, found, k), mode="deep", concepts=concepts,
+                            warnings=reranked.warnings, reranker=reranked.reranker)
 
     def concepts(self, first: Ranking) -> list[str]:
         """Words of the first hits' best lines worth a second search, most telling first."""
@@ -83,7 +86,8 @@ class DeepSearch:
         for row, _ in first.ranked[:SOURCE_HITS]:
             lines = snap.texts[row].as_py().split("\n")
             at = local.line_evidence("\n".join(lines), weights, total)[1]
-            for token in set(keyword_tokens(" ".join(lines[max(0, at - 1) : at + 3]))):
+            window = [line for line in lines[max(0, at - 1) : at + 3] if not line.lstrip().startswith("#")]
+            for token in set(keyword_tokens(" ".join(window))):
                 term = self._concept_term(token, query_terms)
                 if term is not None:
                     counts[term] += 1
@@ -111,19 +115,20 @@ class DeepSearch:
 
     def _merge(self, first: Ranking, kept: list[int], found: dict[int, tuple[float, list[str]]],
                k: int) -> list[SearchHit]:
-        """The leading hits, then the best of the rest, preferring files not shown yet."""
+        """The leading hits, then the best of both hops by score, preferring files not listed yet."""
         searcher, paths = self.engine.searcher, first.snapshot.paths
         pool: dict[int, tuple[float, int, list[str]]] = {row: (score, 1, []) for row, score in first.ranked}
-        kept = [row for row in kept if row in pool] if first.ranked else []
         for row, (score, via) in found.items():
-            if row not in pool:
+            if row not in pool or pool[row][0] < score:
+                # Found on both hops: it counts where it scores higher (the concept led to it).
                 pool[row] = (score, 2, via)
+        kept = [row for row in kept if row in pool]
         order = list(kept)
         shown = {paths[row] for row in kept}
         rest = [row for row in pool if row not in set(kept)]
         while rest and len(order) < k:
-            # A deep search is for questions whose answer spreads over several notes: a file
-            # already in the list counts for less than one that is not.
+            # A deep search is for answers spread over several notes: a file already listed
+            # counts for less than one that is not.
             best = max(rest, key=lambda row: pool[row][0] * (REPEATED_FILE_FACTOR if paths[row] in shown else 1.0))
             rest.remove(best)
             order.append(best)

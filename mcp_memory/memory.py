@@ -67,7 +67,7 @@ class Memory:
         self.recaller = Recaller(self.engine, self.similarity, lambda: self.ledger)
         self.rerankers = Rerankers(settings, self.engine)
         self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
-        self.deep = DeepSearch(self.engine, settings, self.rerankers.local)
+        self.deep = DeepSearch(self.engine, settings, lambda: self.precision, self.rerankers.local)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from mcp_memory.config import Settings
 from mcp_memory.engine import Engine
@@ -24,6 +24,16 @@ from mcp_memory.search import Ranking
 log = logging.getLogger(__name__)
 
 MAX_RESULTS = 100
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """Rows of one first-stage ranking in the reranker's order, with its scores (0..1)."""
+
+    ranking: Ranking  # the first stage: its snapshot and query
+    ranked: list[tuple[int, float]]  # (row, score), best first
+    warnings: list[str]
+    reranker: str | None  # the reranker whose order this is; None when there were no candidates
 
 
 class PrecisionSearch:
@@ -48,9 +58,16 @@ class PrecisionSearch:
     def search(self, request: SearchRequest, reranker: Reranker | None = None) -> SearchAnswer:
         """The ``max_results`` best hits after reranking; ``reranker``: this one instead of the configured one."""
         k = _top_k(request, self.settings)
+        reranked = self.rerank(request, reranker)
+        hits = [self.engine.searcher.hit(reranked.ranking, row, score) for row, score in reranked.ranked[:k]]
+        return SearchAnswer(hits, mode="precise", warnings=reranked.warnings, reranker=reranked.reranker)
+
+    def rerank(self, request: SearchRequest, reranker: Reranker | None = None) -> Reranked:
+        """The first stage's candidates for ``request`` in the reranker's order, above ``min_score``."""
+        _top_k(request, self.settings)
         ranking, candidates = self.candidates(request)
         if not candidates:
-            return SearchAnswer([], mode="precise")
+            return Reranked(ranking, [], [], None)
         chosen = reranker or self._configured()
         warnings: list[str] = []
         try:
@@ -68,11 +85,8 @@ class PrecisionSearch:
         scores = self._weigh(ranking, scores)
         threshold = self.settings.search.min_score if request.min_score is None else float(request.min_score)
         order = sorted(range(len(candidates)), key=lambda i: scores[i], reverse=True)
-        hits = [
-            self.engine.searcher.hit(ranking, ranking.ranked[i][0], scores[i])
-            for i in order if scores[i] >= threshold
-        ][:k]
-        return SearchAnswer(hits, mode="precise", warnings=warnings, reranker=chosen.name)
+        ranked = [(ranking.ranked[i][0], scores[i]) for i in order if scores[i] >= threshold]
+        return Reranked(ranking, ranked, warnings, chosen.name)
 
     def _weigh(self, ranking: Ranking, scores: list[float]) -> list[float]:
         """Scores clipped to 0..1: where per-memory utility will raise or lower them."""
