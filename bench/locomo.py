@@ -132,31 +132,38 @@ def run_search(memory: Memory, mode: str, query: str, today: dt.date, max_result
     return memory.search(query, max_results=max_results, today=today)
 
 
+def score_question(memory: Memory, mode: str, text: str, sessions: set[str], lines: set[tuple[str, int]],
+                   today: dt.date, into: list[Scores]) -> float:
+    """Runs one question in one mode and adds its figures to each of ``into``.
+
+    Returns the latency (ms) of the search at the default result count."""
+    # The default result count, as a user gets it, for the @5 figures and MRR; a longer
+    # list for R@10 (fusion normalises over the candidate pool, which grows with k). Deep
+    # search is judged on its own first 10 hits.
+    started = time.perf_counter()
+    hits = run_search(memory, mode, text, today)
+    latency = (time.perf_counter() - started) * 1000
+    ranked = _distinct_paths(hits)
+    ranked10 = _distinct_paths(run_search(memory, mode, text, today, 10 if mode == "deep" else 30))
+    first = next((i for i, s in enumerate(ranked) if s in sessions), None)
+    top5 = hits[:5]
+    covered = sum(1 for path, line in lines if any(h.path == path and h.start_line <= line <= h.end_line for h in top5))
+    for s in into:
+        s.recall5.append(len(sessions & set(ranked[:5])) / len(sessions))
+        s.recall10.append(len(sessions & set(ranked10[:10])) / len(sessions))
+        s.hit5.append(1.0 if first is not None and first < 5 else 0.0)
+        s.rr.append(1.0 / (first + 1) if first is not None else 0.0)
+        s.coverage.append(covered / len(lines))
+        s.lines_per_hit.extend(h.end_line - h.start_line + 1 for h in top5)
+    return latency
+
+
 def evaluate(memory: Memory, questions: list[Question], today: dt.date, mode: str = "default") -> tuple[dict, dict]:
     per_cat: dict[str, Scores] = defaultdict(Scores)
     latencies: list[float] = []
     for q in questions:
-        # The default result count, as a user gets it, for the @5 figures and MRR; a longer
-        # list for R@10 (fusion normalises over the candidate pool, which grows with k). Deep
-        # search is judged on its own first 10 hits.
-        started = time.perf_counter()
-        hits = run_search(memory, mode, q.text, today)
-        latencies.append((time.perf_counter() - started) * 1000)
-        ranked = _distinct_paths(hits)
-        ranked10 = _distinct_paths(run_search(memory, mode, q.text, today, 10 if mode == "deep" else 30))
-        first = next((i for i, s in enumerate(ranked) if s in q.sessions), None)
-        top5 = hits[:5]
-        covered = sum(
-            1 for path, line in q.lines if any(h.path == path and h.start_line <= line <= h.end_line for h in top5)
-        )
-        for key in (CATEGORIES[q.category], "overall"):
-            s = per_cat[key]
-            s.recall5.append(len(q.sessions & set(ranked[:5])) / len(q.sessions))
-            s.recall10.append(len(q.sessions & set(ranked10[:10])) / len(q.sessions))
-            s.hit5.append(1.0 if first is not None and first < 5 else 0.0)
-            s.rr.append(1.0 / (first + 1) if first is not None else 0.0)
-            s.coverage.append(covered / len(q.lines))
-            s.lines_per_hit.extend(h.end_line - h.start_line + 1 for h in top5)
+        into = [per_cat[CATEGORIES[q.category]], per_cat["overall"]]
+        latencies.append(score_question(memory, mode, q.text, q.sessions, q.lines, today, into))
     latencies.sort()
     timing = {
         "p50_ms": round(latencies[len(latencies) // 2], 2),
