@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
-from conftest import close_server, indexed_memory, make_server, write
+from conftest import close_server, free_port, http_server, indexed_memory, make_server, write
 from mcp_memory.cli import main
 from mcp_memory.config import Settings
 from mcp_memory.server import create_server
@@ -520,3 +522,74 @@ def test_cli_mode_bad_input(populated, capsys):
         assert code == 2 and out == "" and "later than" in err, mode
         code, out, err = run(capsys, "search", "x", "-w", ws, "--embedder", "none", "--mode", mode, "-k", "0")
         assert code == 2 and out == "" and "between 1 and" in err, (mode, err)
+
+
+# ----- a remote reranker that fails, through the protocol -------------------------------------
+class _RerankEndpoint(BaseHTTPRequestHandler):
+    """A rerank endpoint whose answer depends on the path it is configured under."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        documents = json.loads(self.rfile.read(length) or b"{}").get("documents") or []
+        if self.path.startswith("/garbage"):
+            body = b"<html>upstream error</html>"
+        elif self.path.startswith("/out-of-range"):
+            body = json.dumps({"results": [{"index": len(documents) + 7, "relevance_score": 0.9}]}).encode()
+        elif self.path.startswith("/slow"):
+            time.sleep(1.5)
+            body = json.dumps({"results": []}).encode()
+        else:  # the last document is the most relevant, the first the least
+            body = json.dumps({"results": [{"index": i, "relevance_score": (i + 1) / len(documents)}
+                                           for i in range(len(documents))]}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the slow case: the client gave up waiting, as it should
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("endpoint", ["closed", "garbage", "out-of-range", "slow"])
+async def test_a_failing_rerank_endpoint_means_local_order_and_a_warning(populated: Path, settings: Settings,
+                                                                         endpoint: str):
+    with http_server(_RerankEndpoint) as port:
+        base = f"http://127.0.0.1:{free_port() if endpoint == 'closed' else port}/{endpoint}"
+        settings.rerank.provider, settings.rerank.base_url = "http", base
+        settings.rerank.timeout, settings.rerank.retries = 0.5, 0
+        srv, service = make_server(settings)
+        try:
+            async with connect(srv) as client:
+                started = time.monotonic()
+                out = await call(client, PRECISE, query=QUERY)
+                assert time.monotonic() - started < 5
+                assert out["reranker"] == "local"
+                assert out["warnings"] and "http" in out["warnings"][0]
+                assert out["results"] and out["results"][0]["path"].startswith("memory/")
+                deep = await call(client, DEEP, query=QUERY)
+                assert deep["results"] and deep["warnings"]
+                await assert_still_serving(client)
+        finally:
+            close_server(service)
+
+
+@pytest.mark.anyio
+async def test_a_working_rerank_endpoint_orders_the_hits(populated: Path, settings: Settings):
+    with http_server(_RerankEndpoint) as port:
+        settings.rerank.provider, settings.rerank.base_url = "http", f"http://127.0.0.1:{port}/ok"
+        srv, service = make_server(settings)
+        try:
+            async with connect(srv) as client:
+                out = await call(client, PRECISE, query=QUERY, top_k=5)
+                local = await client.call_tool("memory_search", {"query": QUERY, "max_results": 30})
+        finally:
+            close_server(service)
+    assert out["reranker"] == "http" and out["warnings"] == []
+    scores = [hit["score"] for hit in out["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert local.structured_content["results"]
