@@ -86,6 +86,9 @@ class PrecisionSearch:
         threshold = self.settings.search.min_score if request.min_score is None else float(request.min_score)
         order = sorted(range(len(candidates)), key=lambda i: scores[i], reverse=True)
         ranked = [(ranking.ranked[i][0], scores[i]) for i in order if scores[i] >= threshold]
+        # The same diversification as the default search, on the reranked order: near-identical
+        # chunks (overlaps, a note repeated across days) do not take several of the top places.
+        ranked = self.engine.searcher.diversify(ranking.snapshot, ranked, len(ranked))
         return Reranked(ranking, ranked, warnings, chosen.name)
 
     def _weigh(self, ranking: Ranking, scores: list[float]) -> list[float]:

@@ -125,6 +125,13 @@ class HybridSearcher:
             ranked = _mmr(pool_rows, {row: self.row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
         return Ranking(snap, query, ranked[:k], vector_scores)
 
+    def diversify(self, snap: SearchSnapshot, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+        """``ranked`` reordered by MMR as ``rank`` does (unchanged when MMR is off), at most ``k`` rows."""
+        s = self.settings
+        if not s.mmr_enabled or len(ranked) < 2:
+            return ranked[:k]
+        return _mmr(ranked, {row: self.row_terms(snap, row) for row, _ in ranked}, s.mmr_lambda, k)
+
     def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
         """The cited hit for one ranked row."""
         snap, query = ranking.snapshot, ranking.query
@@ -158,11 +165,7 @@ class HybridSearcher:
                            allowed: np.ndarray | None) -> dict[int, float]:
         if self.embedder is None or len(snap.vector_rows) == 0:
             return {}
-        qv = self._query_vector(query)
-        if qv.shape[0] != snap.vectors.shape[1]:
-            return {}
-        sims = snap.vectors @ qv
-        rows = snap.vector_rows
+        rows, sims = snap.similarities(self._query_vector(query))
         if allowed is not None:
             keep = allowed[rows]
             sims, rows = sims[keep], rows[keep]

@@ -5,16 +5,21 @@ whenever the index generation changes: only the rows of the files changed since 
 ``SearchSnapshot.replace_paths``), or all of them when that is not known. Exact cosine search
 over a numpy matrix is faster than an ANN index at the sizes a memory reaches (and needs no
 minutes-long index build).
+
+The vectors are held as a list of read-only blocks of at most ``BLOCK_ROWS`` rows rather than
+one matrix: a snapshot made by ``replace_paths`` shares every block the change left alone with
+the snapshot it was made from (which searches in other threads may still be reading), takes the
+kept rows of a touched block as views of it, and adds only the new rows. So a refresh after an
+edit copies no old vectors and needs no memory for a second matrix. Now and then a few small
+blocks are joined, so their number stays bounded (see ``_joined``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import threading
-import weakref
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sized
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -24,10 +29,18 @@ from mcp_memory.privacy import PrivacyRules
 if TYPE_CHECKING:
     from mcp_memory.chunking import Chunk
 
-# Pieces the text column may be split into by replace_paths before they are joined again.
+PieceT = TypeVar("PieceT", bound=Sized)
+
+# Pieces the text column may be split into by replace_paths before small neighbours are
+# joined (more with over MAX_TEXT_PIECES * TEXT_PIECE_ROWS / 2 rows: see _joined).
 MAX_TEXT_PIECES = 512
-# Spare rows of a new vector matrix buffer, so that a few new chunks fit in it next time.
-MATRIX_HEADROOM = 256
+TEXT_PIECE_ROWS = 1024  # the rows of a text chunk as LanceDB returns them
+# Rows of a vector block as loaded. Large enough that a scan spends its time in the matrix
+# products, not in calling them; small enough that joining two blocks costs little.
+BLOCK_ROWS = 4096
+# Vector blocks a snapshot may hold before small neighbours are joined (more with over
+# MAX_BLOCKS * BLOCK_ROWS / 2 vectors, so that a join copies at most BLOCK_ROWS: see _joined).
+MAX_BLOCKS = 64
 
 
 @dataclass
@@ -41,12 +54,11 @@ class SearchSnapshot:
     dates: list[dt.date | None]
     texts: pa.ChunkedArray[pa.StringScalar]
     row_of: dict[str, int]
-    vectors: np.ndarray  # (m, d) for the rows in vector_rows
-    vector_rows: np.ndarray  # row numbers that have a vector
+    blocks: tuple[np.ndarray, ...]  # read-only (k, d) float32 matrices, one after another the vectors of vector_rows
+    vector_rows: np.ndarray  # row numbers that have a vector, ascending
     has_vector: np.ndarray  # per row: True when the row has a vector
     terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
     hidden: dict[PrivacyRules, np.ndarray] = field(default_factory=dict)  # rows of private files, by rules
-    lineage: _Lineage = field(default_factory=lambda: _Lineage(), repr=False, compare=False)
 
     def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
         """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
@@ -56,11 +68,30 @@ class SearchSnapshot:
             mask = self.hidden[rules] = np.array([by_path[p] for p in self.paths], bool)
         return mask
 
+    def similarities(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows that have a vector, and the dot product of each one's vector with ``query``.
+
+        Empty when no row has a vector or ``query`` has another size than the vectors. One
+        product per block, written straight into the result. ``einsum`` rather than BLAS: it
+        sums each row alike wherever the row sits (BLAS does not, so a refreshed snapshot could
+        score a row a hair differently from a reloaded one), it runs in the calling thread (a
+        multi-threaded BLAS call per block waits for a second core each time, milliseconds on a
+        busy machine), and a scan of 100k x 512 takes about 10 ms with it, no more than BLAS.
+        """
+        if not self.blocks or query.shape != (self.blocks[0].shape[1],):
+            return self.vector_rows[:0], np.zeros(0, np.float32)
+        sims = np.empty(len(self.vector_rows), np.result_type(self.blocks[0], query))
+        at = 0
+        for block in self.blocks:
+            np.einsum("ij,j->i", block, query, out=sims[at : at + len(block)])
+            at += len(block)
+        return self.vector_rows, sims
+
     @classmethod
     def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
         # cast: id and path are non-nullable string columns (chunk_schema), so no None
         ids = cast("list[str]", table.column("id").to_pylist())
-        has_vector, vectors, lineage = _arrow_vectors(table, pooled=True)
+        has_vector, blocks = _arrow_vectors(table)
         return cls(
             ids=ids,
             paths=cast("list[str]", table.column("path").to_pylist()),
@@ -69,10 +100,9 @@ class SearchSnapshot:
             dates=table.column("date").to_pylist(),
             texts=table.column("text"),
             row_of={cid: i for i, cid in enumerate(ids)},
-            vectors=vectors,
+            blocks=blocks,
             vector_rows=np.flatnonzero(has_vector),
             has_vector=has_vector,
-            lineage=lineage,
         )
 
     def replace_paths(self, paths: Collection[str], rows: pa.Table) -> SearchSnapshot:
@@ -82,7 +112,8 @@ class SearchSnapshot:
         with none was deleted). Reloading a whole index of 100k chunks takes seconds; after an
         edit of one file this takes tens of milliseconds. This snapshot is left unchanged
         (searches in other threads may still be reading it). The kept rows stay in order and
-        the new ones follow; the term and privacy caches move along with their rows.
+        the new ones follow; the term and privacy caches move along with their rows. Vector
+        blocks without a replaced row are shared with this snapshot (see the module docstring).
         """
         gone = set(paths)
         # cast: path is a non-nullable string column (chunk_schema), so no None
@@ -106,14 +137,14 @@ class SearchSnapshot:
         kept_paths.extend(new_paths)
         dates.extend(rows.column("date").to_pylist())
         texts.extend(rows.column("text").cast(self.texts.type).chunks)
-        text_column = pa.chunked_array(texts, self.texts.type)
-        if text_column.num_chunks > MAX_TEXT_PIECES:
-            # Each edit splits the column into more views: join them now and then (one copy).
-            text_column = pa.chunked_array([text_column.combine_chunks()], self.texts.type)
+        # Each edit splits the column into more views; joining all of them at once would copy
+        # every text (over 100 MB at 100k chunks), so only the smallest neighbours are joined.
+        text_limit = max(MAX_TEXT_PIECES, 2 * -(-len(ids) // TEXT_PIECE_ROWS))
+        text_column = pa.chunked_array(_joined(texts, text_limit, pa.concat_arrays), self.texts.type)
 
-        new_has_vector, new_vectors, _ = _arrow_vectors(rows, pooled=False)
+        new_has_vector, new_blocks = _arrow_vectors(rows)
         has_vector = np.concatenate([self.has_vector[keep], new_has_vector])
-        vectors, lineage = self._vectors_after(keep, new_vectors)
+        blocks = self._blocks_after(keep, new_blocks)
 
         new_row = np.cumsum(keep) - 1  # where each kept row lands
         terms = {int(new_row[row]): found for row, found in dict(self.terms).items() if keep[row]}
@@ -130,41 +161,35 @@ class SearchSnapshot:
             dates=dates,
             texts=text_column,
             row_of=self._row_of_after(keep, ids),
-            vectors=vectors,
+            blocks=blocks,
             vector_rows=np.flatnonzero(has_vector),
             has_vector=has_vector,
             terms=terms,
             hidden=hidden,
-            lineage=lineage,
         )
 
-    def _vectors_after(self, keep: np.ndarray, new_vectors: np.ndarray) -> tuple[np.ndarray, _Lineage]:
-        """The matrix ``replace_paths`` makes: this one's kept rows in order, then ``new_vectors``.
+    def _blocks_after(self, keep: np.ndarray, new_blocks: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """The vector blocks ``replace_paths`` makes: this one's kept rows in order, then ``new_blocks``.
 
-        Rows before the first one removed stay where they are. When the reused memory still
-        holds this snapshot's parent's matrix, the leading rows both kept unchanged are not
-        copied again.
+        A block with every row kept is this snapshot's own; a block that lost rows becomes
+        views of its stretches of kept rows. Neither copies a vector.
         """
-        kept = keep[self.vector_rows]
-        pieces = [self.vectors[start:end] for start, end in _runs(kept)] + [new_vectors]
-        pieces = [piece for piece in pieces if len(piece)]
-        if len({piece.shape[1] for piece in pieces}) > 1:
+        if new_blocks and self.blocks and new_blocks[0].shape[1] != self.blocks[0].shape[1]:
             raise ValueError("replace_paths: the new rows' vectors have another size")
-        dropped = np.flatnonzero(~kept)
-        same_rows = int(dropped[0]) if len(dropped) else len(kept)
-        lineage = _Lineage(parent=self.lineage.token, same_rows=same_rows)
-        if not pieces:
-            return np.zeros((0, 0), np.float32), lineage
-        matrix, holds = _BUFFERS.matrix(sum(len(piece) for piece in pieces), pieces[0].shape[1], lineage.token,
-                                        held=self.lineage.parent)
-        done = min(self.lineage.same_rows, same_rows) if holds else 0  # rows already in place
+        kept = keep[self.vector_rows]  # per vector, in block order
+        pieces: list[np.ndarray] = []
         at = 0
-        for piece in pieces:
-            skip = min(len(piece), max(0, done - at))
-            matrix[at + skip : at + len(piece)] = piece[skip:]
-            at += len(piece)
-        matrix.flags.writeable = False
-        return matrix, lineage
+        for block in self.blocks:
+            mask = kept[at : at + len(block)]
+            at += len(block)
+            if mask.all():
+                pieces.append(block)
+            else:
+                pieces.extend(block[start:end] for start, end in _runs(mask))  # views of a read-only block
+        pieces.extend(new_blocks)
+        # Every block costs a call per search: past the limit, small neighbours are joined.
+        limit = max(MAX_BLOCKS, 2 * -(-sum(len(piece) for piece in pieces) // BLOCK_ROWS))
+        return tuple(_joined(pieces, limit, _stacked))
 
     @classmethod
     def from_chunks(cls, chunks: list[Chunk]) -> SearchSnapshot:
@@ -181,7 +206,7 @@ class SearchSnapshot:
     @classmethod
     def empty(cls) -> SearchSnapshot:
         return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
-                   {}, np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, bool))
+                   {}, (), np.zeros(0, np.int64), np.zeros(0, bool))
 
     def _row_of_after(self, keep: np.ndarray, ids: list[str]) -> dict[str, int]:
         """``row_of`` for the rows ``ids`` that ``replace_paths`` makes of the rows ``keep`` marks.
@@ -205,88 +230,61 @@ class SearchSnapshot:
         return len(self.ids)
 
 
-def _arrow_vectors(table: pa.Table, pooled: bool) -> tuple[np.ndarray, np.ndarray, _Lineage]:
-    """Per row whether it has a vector, the (m, d) float32 matrix of those it has, and its lineage.
+def _arrow_vectors(table: pa.Table) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Per row whether it has a vector, and the vectors of those that have one, in blocks.
 
-    ``pooled``: the matrix of a whole snapshot, in reusable memory (see ``_MatrixBuffers``);
-    otherwise a few rows in ordinary memory.
+    Every block but the last holds ``BLOCK_ROWS`` vectors; each is read-only, so that snapshots
+    can share it.
     """
     has_vector = np.zeros(table.num_rows, bool)
     if "vector" not in table.column_names or table.num_rows == 0:
-        return has_vector, np.zeros((0, 0), np.float32), _Lineage()
+        return has_vector, ()
     # cast: the vector column is a fixed-size list of float32 (chunk_schema)
     column = cast("pa.ChunkedArray[pa.FixedSizeListScalar[Any, int]]", table.column("vector"))
     has_vector = np.concatenate([np.asarray(chunk.is_valid()) for chunk in column.chunks])
     count = int(has_vector.sum())
-    if count == 0:
-        return has_vector, np.zeros((0, 0), np.float32), _Lineage()
     dims = column.type.list_size
-    lineage = _Lineage()
-    matrix = _BUFFERS.matrix(count, dims, lineage.token)[0] if pooled else np.empty((count, dims), np.float32)
-    # Chunk by chunk straight into the matrix: no whole-column copy on the way.
+    blocks = [np.empty((min(BLOCK_ROWS, count - start), dims), np.float32) for start in range(0, count, BLOCK_ROWS)]
+    # Chunk by chunk straight into the blocks: no whole-column copy on the way.
     at = 0
     for chunk in column.chunks:
         flat = cast("pa.FixedSizeListArray[Any, int]", chunk).flatten()  # the non-null rows' values
         values = flat.to_numpy(zero_copy_only=False).reshape(-1, dims)
-        matrix[at : at + len(values)] = values
-        at += len(values)
-    matrix.flags.writeable = False
-    return has_vector, matrix, lineage
+        done = 0
+        while done < len(values):
+            index, offset = divmod(at, BLOCK_ROWS)
+            n = min(len(values) - done, BLOCK_ROWS - offset)
+            blocks[index][offset : offset + n] = values[done : done + n]
+            done += n
+            at += n
+    for block in blocks:
+        block.flags.writeable = False
+    return has_vector, tuple(blocks)
 
 
-@dataclass(frozen=True)
-class _Lineage:
-    """Where a snapshot's vector matrix came from: its leading rows may be in reusable memory already."""
+def _joined(pieces: list[PieceT], limit: int, join: Callable[[list[PieceT]], PieceT]) -> list[PieceT]:
+    """``pieces`` without empty ones, the smallest two neighbours joined while there are over ``limit``.
 
-    token: object = field(default_factory=object)  # this matrix
-    parent: object | None = None  # the matrix of the snapshot this one was made from by replace_paths
-    same_rows: int = 0  # leading rows equal to the parent's
-
-
-class _MatrixBuffers:
-    """Memory for vector matrices, kept for the next matrix once nothing uses it.
-
-    A refresh after an edit builds a new matrix (200 MB at 100k chunks of 512 floats; copying
-    it takes about 20 ms into memory already in use). Fresh memory from the operating system
-    costs far more where each page faults on its first touch: ten times more on a virtual
-    machine that hands freed memory back to its host within seconds. So the memory of the
-    matrix a replaced snapshot dropped is kept, one spare at most, and the next matrix reuses it.
-    The spare remembers whose matrix it held: after an edit of a file whose rows sit at the end
-    (a daily file written again and again), most of it already holds the rows wanted.
-
-    A matrix is a read-only view of an intermediate array over the memory; numpy makes every
-    view of the matrix (a row, a slice) a view of that array, so the memory counts as free only
-    when the last of them is gone, and no array can ever see it rewritten.
+    Each replacement adds a piece or two (the new rows; a touched piece cut in two), so their
+    count would grow without end. The callers set ``limit`` to at least twice the number of
+    full pieces (``BLOCK_ROWS`` or ``TEXT_PIECE_ROWS`` rows) that all rows fill: past it the
+    pieces average under half a full one, so the smallest neighbours hold at most a full
+    piece's rows. One join copies that much at most (a few megabytes, never the whole
+    column), and a replacement needs about as many joins as it added pieces.
     """
-
-    def __init__(self) -> None:
-        self._spare: tuple[np.ndarray, object] | None = None  # memory, and the token of the matrix it held
-        self._lock = threading.RLock()  # a release can run in any thread, even inside matrix()
-
-    def matrix(self, rows: int, dims: int, token: object, held: object | None = None) -> tuple[np.ndarray, bool]:
-        """A writable, C-contiguous (rows, dims) float32 array for the matrix ``token``.
-
-        Also whether the array still holds the matrix ``held`` (else its content is undefined).
-        """
-        size = rows * dims
-        with self._lock:
-            spare, self._spare = self._spare, None
-        memory, holds = (None, False) if spare is None else (spare[0], spare[1] is held)
-        if memory is None or not size <= len(memory) <= 2 * size + MATRIX_HEADROOM * dims:
-            # Room to grow by a few files without new memory.
-            memory = np.empty(size + (rows // 16 + MATRIX_HEADROOM) * dims, np.float32)
-            holds = False
-        owner = np.frombuffer(memory.data, np.float32)  # the base of every view handed out
-        done = weakref.finalize(owner, self._release, memory, token)
-        done.atexit = False
-        return owner[:size].reshape(rows, dims), holds
-
-    def _release(self, memory: np.ndarray, token: object) -> None:
-        with self._lock:
-            self._spare = (memory, token)  # the latest: its size fits the next matrix best
+    pieces = [piece for piece in pieces if len(piece)]
+    while len(pieces) > limit:
+        sizes = np.array([len(piece) for piece in pieces])
+        i = int(np.argmin(sizes[:-1] + sizes[1:]))
+        pieces[i : i + 2] = [join(pieces[i : i + 2])]
+    return pieces
 
 
-_BUFFERS = _MatrixBuffers()
+def _stacked(blocks: list[np.ndarray]) -> np.ndarray:
+    """One read-only block of the rows of ``blocks``."""
+    block = np.concatenate(blocks)
+    block.flags.writeable = False
+    return block
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

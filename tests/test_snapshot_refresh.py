@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import HashEmbedder, write
+from mcp_memory import snapshot as snapshot_module
 from mcp_memory.analysis import TermAnalyzer
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.index import state as state_module
@@ -88,8 +89,10 @@ def rows_by_id(snap: SearchSnapshot) -> dict[str, tuple[Any, ...]]:
     assert len(snap.row_of) == n, "duplicate chunk ids"
     assert snap.has_vector.shape == (n,)
     assert np.array_equal(snap.vector_rows, np.flatnonzero(snap.has_vector))
-    assert snap.vectors.shape[0] == len(snap.vector_rows)
-    vector_of = {int(row): snap.vectors[i] for i, row in enumerate(snap.vector_rows)}
+    assert all(len(block) and not block.flags.writeable for block in snap.blocks)
+    vectors = np.concatenate(snap.blocks) if snap.blocks else np.zeros((0, 0), np.float32)
+    assert vectors.shape[0] == len(snap.vector_rows)
+    vector_of = {int(row): vectors[i] for i, row in enumerate(snap.vector_rows)}
     return {
         cid: (snap.paths[i], int(snap.start_lines[i]), int(snap.end_lines[i]), snap.dates[i], snap.texts[i].as_py(),
               None if i not in vector_of else tuple(vector_of[i].tolist()))
@@ -446,7 +449,7 @@ def test_replace_paths_keeps_rows_of_other_paths_and_adds_new_ones():
 
     # Everything replaced by nothing, then rows added to an empty snapshot.
     emptied = new.replace_paths({"a", "b", "c", "d"}, table([]))
-    assert len(emptied) == 0 and emptied.vectors.shape[0] == 0
+    assert len(emptied) == 0 and emptied.blocks == ()
     refilled = emptied.replace_paths({"e"}, table([("e1", "e", [3, 4])]))
     assert rows_by_id(refilled) == {"e1": ("e", 1, 2, None, "text of e1", (3.0, 4.0))}
     with pytest.raises(ValueError, match="not being replaced"):
@@ -481,24 +484,80 @@ def test_keyword_only_settings_follow_changes_too(workspace, reads):
     memory.close()
 
 
-def test_the_memory_of_a_matrix_is_reused_only_once_nothing_views_it():
-    def table(rows: list[tuple[str, str, list[float]]]) -> pa.Table:
-        return pa.table({
-            "id": pa.array([r[0] for r in rows], pa.string()),
-            "path": pa.array([r[1] for r in rows], pa.string()),
-            "start_line": pa.array([1] * len(rows), pa.int32()),
-            "end_line": pa.array([1] * len(rows), pa.int32()),
-            "date": pa.array([None] * len(rows), pa.date32()),
-            "text": pa.array(["t"] * len(rows), pa.string()),
-            "vector": pa.array([r[2] for r in rows], pa.list_(pa.float32(), 2)),
-        })
+def vector_table(rows: list[tuple[str, str, list[float] | None]], dims: int = 2) -> pa.Table:
+    return pa.table({
+        "id": pa.array([r[0] for r in rows], pa.string()),
+        "path": pa.array([r[1] for r in rows], pa.string()),
+        "start_line": pa.array([1] * len(rows), pa.int32()),
+        "end_line": pa.array([1] * len(rows), pa.int32()),
+        "date": pa.array([None] * len(rows), pa.date32()),
+        "text": pa.array([r[0] for r in rows], pa.string()),
+        "vector": pa.array([r[2] for r in rows], pa.list_(pa.float32(), dims)),
+    })
 
-    snap = SearchSnapshot.from_arrow(table([("a1", "a", [1, 2]), ("b1", "b", [3, 4])]))
-    row = snap.vectors[1]  # a view that outlives its snapshot
+
+def test_a_vector_seen_by_an_old_snapshot_never_changes():
+    snap = SearchSnapshot.from_arrow(vector_table([("a1", "a", [1, 2]), ("b1", "b", [3, 4])]))
+    row = snap.blocks[0][1]  # a view that outlives its snapshot
     for i in range(4):
-        snap = snap.replace_paths({"a"}, table([("a1", "a", [10 + i, 20 + i])]))
+        snap = snap.replace_paths({"a"}, vector_table([("a1", "a", [10 + i, 20 + i])]))
         assert np.array_equal(row, [3, 4])
-    assert np.array_equal(snap.vectors, [[3, 4], [13, 23]])
+    assert np.array_equal(np.concatenate(snap.blocks), [[3, 4], [13, 23]])
+    with pytest.raises(ValueError, match="read-only"):
+        snap.blocks[0][0, 0] = 5
+
+
+def test_an_edit_shares_the_untouched_vector_blocks(monkeypatch):
+    monkeypatch.setattr(snapshot_module, "BLOCK_ROWS", 4)
+    rows = [(f"f{i // 2}.{i % 2}", f"f{i // 2}", [float(i), 1.0]) for i in range(20)]  # ten files of two rows
+    old = SearchSnapshot.from_arrow(vector_table(rows))
+    assert [len(block) for block in old.blocks] == [4] * 5
+    new = old.replace_paths({"f3"}, vector_table([("f3.new", "f3", [-1.0, 1.0])]))
+    # f3 is rows 6 and 7, the second half of block 1: its first half stays, as a view of it.
+    assert len(new.blocks) == 6
+    assert all(new.blocks[i] is old.blocks[i] for i in (0, 2, 3, 4))
+    assert new.blocks[1].base is old.blocks[1] and len(new.blocks[1]) == 2
+    assert np.array_equal(new.blocks[5], [[-1.0, 1.0]])
+    rows_of_new = [r for r in rows if r[1] != "f3"] + [("f3.new", "f3", [-1.0, 1.0])]
+    assert rows_by_id(new) == rows_by_id(SearchSnapshot.from_arrow(vector_table(rows_of_new)))
+    sims_rows, sims = new.similarities(np.array([1.0, 0.0], np.float32))
+    assert sims_rows.tolist() == list(range(19))
+    assert sims.tolist() == [float(i) for i in range(20) if i not in (6, 7)] + [-1.0]
+    # A query of another size matches nothing (an index made with another embedder).
+    assert len(new.similarities(np.ones(3, np.float32))[1]) == 0
+
+
+def test_many_edits_keep_the_pieces_bounded(monkeypatch):
+    # Up to 160 rows in blocks of 16: the floor of 20 blocks is the limit throughout; the
+    # same for the pieces of the text column.
+    monkeypatch.setattr(snapshot_module, "BLOCK_ROWS", 16)
+    monkeypatch.setattr(snapshot_module, "MAX_BLOCKS", 20)
+    monkeypatch.setattr(snapshot_module, "TEXT_PIECE_ROWS", 16)
+    monkeypatch.setattr(snapshot_module, "MAX_TEXT_PIECES", 20)
+    rng = random.Random(4)
+    files = {f"f{i:02d}": [[float(i), float(j)] for j in range(3)] for i in range(40)}  # 120 rows, 8 blocks
+
+    def table_of(paths: list[str]) -> pa.Table:
+        return vector_table([(f"{path}.{j}", path, vector) for path in paths for j, vector in enumerate(files[path])])
+
+    snap = SearchSnapshot.from_arrow(table_of(sorted(files)))
+    order = sorted(files)
+    for version in range(200):
+        path = rng.choice(order)
+        files[path] = [[float(version), float(j)] for j in range(rng.randrange(1, 5))]
+        old_blocks = snap.blocks
+        snap = snap.replace_paths({path}, table_of([path]))
+        order = [p for p in order if p != path] + [path]
+        assert len(snap.blocks) <= 20, version
+        assert max(len(block) for block in snap.blocks) <= 16
+        # Besides the new rows' block only the joins made new blocks (a cut adds one block, the
+        # new rows another, so two joins at most); every other block is an old one or a view of one.
+        fresh = [b for b in snap.blocks if not any(np.may_share_memory(b, o) for o in old_blocks)]
+        assert len(fresh) <= 3, version
+        assert np.array_equal(np.concatenate(snap.blocks),
+                              np.array([v for p in order for v in files[p]], np.float32)), version
+        assert snap.texts.num_chunks <= 20
+        assert snap.texts.to_pylist() == [f"{p}.{j}" for p in order for j in range(len(files[p]))]
 
 
 def test_a_reopened_memory_loads_its_snapshot_again(workspace, settings):

@@ -12,6 +12,10 @@ answers the question. This stage reads each candidate line by line:
   that period, or just after it, rise;
 * the first stage's own fused score, which carries the semantic match.
 
+Word evidence (lines, phrases) counts only when some candidate holds a good share of the
+query's words, so a query whose words the notes do not hold (another language) keeps the
+first stage's order.
+
 Measured on LoCoMo (``bench/locomo.py``, ``docs/benchmarks.md``), along with what did not
 help: vectors per line from the default model, rank fusion instead of score blending.
 Weights are round numbers, not fitted.
@@ -30,6 +34,10 @@ from mcp_memory.rerank.base import RerankCandidate
 FIRST_STAGE_WEIGHT = 0.6
 LINE_EVIDENCE_WEIGHT = 0.4
 PHRASE_WEIGHT = 0.2
+# The best window's share of the query weight below which word evidence is ignored, and above
+# which it counts fully (linear in between).
+WORDS_FOUND_LOW = 0.3
+WORDS_FOUND_HIGH = 0.6
 DATE_WEIGHT = 0.3
 WINDOW_LINES = 2
 _CACHED_LINES = 50_000
@@ -55,12 +63,18 @@ class LocalReranker:
         phrases = _pairs(self._analyzer.sequence(query))
         scale = (FIRST_STAGE_WEIGHT + LINE_EVIDENCE_WEIGHT + (PHRASE_WEIGHT if phrases else 0.0)
                  + (DATE_WEIGHT if periods else 0.0))
+        evidence = [self.line_evidence(c.text, weights, total)[0] for c in candidates]
+        # Words are evidence only when the query's words are really found: an English question
+        # over Chinese notes matches a stray English word here and there, which must not
+        # outweigh the meaning the first stage found. Word evidence counts fully when some
+        # candidate holds a good share of the query's weight, and not at all when none does.
+        confidence = min(1.0, max(0.0, (max(evidence) - WORDS_FOUND_LOW) / (WORDS_FOUND_HIGH - WORDS_FOUND_LOW)))
         scores = []
-        for candidate in candidates:
-            evidence = self.line_evidence(candidate.text, weights, total)[0]
-            score = FIRST_STAGE_WEIGHT * candidate.score + LINE_EVIDENCE_WEIGHT * evidence
+        for candidate, found in zip(candidates, evidence, strict=True):
+            lexical = LINE_EVIDENCE_WEIGHT * found
             if phrases:
-                score += PHRASE_WEIGHT * self.phrase_share(candidate.text, phrases)
+                lexical += PHRASE_WEIGHT * self.phrase_share(candidate.text, phrases)
+            score = FIRST_STAGE_WEIGHT * candidate.score + confidence * lexical
             if periods:
                 score += DATE_WEIGHT * date_closeness(periods, candidate.date)
             scores.append(score / scale)
