@@ -88,8 +88,20 @@ class PrecisionSearch:
         ranked = [(ranking.ranked[i][0], scores[i]) for i in order if scores[i] >= threshold]
         # The same diversification as the default search, on the reranked order: near-identical
         # chunks (overlaps, a note repeated across days) do not take several of the top places.
-        ranked = self.engine.searcher.diversify(ranking.snapshot, ranked, len(ranked))
+        ranked = self._diversify(ranking, ranked)
         return Reranked(ranking, ranked, warnings, chosen.name)
+
+    def _diversify(self, ranking: Ranking, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """MMR as the default search applies it, on scores spread over 0..1 as the first stage's are
+        (reranker scores are bunched, which would let the diversity term outweigh relevance)."""
+        if len(ranked) < 2:
+            return ranked
+        high, low = ranked[0][1], ranked[-1][1]
+        spread = {row: (score - low) / (high - low) if high > low else 1.0 for row, score in ranked}
+        order = self.engine.searcher.diversify(ranking.snapshot, [(row, spread[row]) for row, _ in ranked],
+                                               len(ranked))
+        score_of = dict(ranked)
+        return [(row, score_of[row]) for row, _ in order]
 
     def _weigh(self, ranking: Ranking, scores: list[float]) -> list[float]:
         """Scores clipped to 0..1: where per-memory utility will raise or lower them."""
