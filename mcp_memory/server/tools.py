@@ -152,8 +152,8 @@ def _register_deep_search(server: MCPServer, app: ServerContext) -> None:
         ctx: Context | None = None,
     ) -> DeepSearchResult:
         """Search the memory for a question that connects several memories ("what does the friend who moved
-        to Berlin do?", "what happened after the trip to X?"): searches, then searches again for the people,
-        places and events the first hits name, and merges both. Each hit says which hop found it (1: the
+        to Berlin do?", "what happened after the trip to X?"): a precision search, then searches again for the
+        people, places and events its first hits name, and merges both. Each hit says which hop found it (1: the
         question, 2: a concept) and through which concepts. Slower than memory_search."""
         try:
             request = SearchRequest.of(query, max_results=max_results, path_prefix=path_prefix, after=after,
