@@ -93,6 +93,7 @@ class Memory:
             if self._ledger is not None:
                 self._ledger.close()
                 self._ledger = None
+        self.rerankers.close()
         self.engine.close()
 
     def __enter__(self) -> Memory:

@@ -43,3 +43,11 @@ class Rerankers:
 
             return ChatReranker(r.base_url, r.model, r.api_key, r.timeout, r.retries)
         return None
+
+    def close(self) -> None:
+        """Release the configured reranker's connections (an HTTP reranker keeps a pool)."""
+        with self._lock:
+            configured, self._configured = self._configured, None
+        close = getattr(configured, "close", None)
+        if callable(close):
+            close()
