@@ -68,6 +68,9 @@ class Memory:
         self.rerankers = Rerankers(settings, self.engine)
         self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
         self.deep = DeepSearch(self.engine, settings, lambda: self.precision, self.rerankers.local)
+        # utility (memory ids, reward/penalize): utility.py, memory_ids.py
+        # experience graph: experience.py
+        # episodes: episodes.py
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -201,3 +204,9 @@ class Memory:
         """The memories ``recall`` shows for a prompt, in order (see ``recaller.py``)."""
         return self.recaller.recall_hits(prompt, session_key, max_items, budget_chars, min_score, keywords_only,
                                          include_private)
+
+    # ----- utility -------------------------------------------------------------------------
+
+    # ----- experience graph ----------------------------------------------------------------
+
+    # ----- episodes ------------------------------------------------------------------------

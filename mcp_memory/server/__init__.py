@@ -24,10 +24,13 @@ from mcp_memory.config import Settings
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.server.auth import StaticTokenVerifier, auth_options, may_see_private
 from mcp_memory.server.context import ServerContext
+from mcp_memory.server.episode_tools import register_episode_tools
 from mcp_memory.server.events import ChangeNotifier, FileEventBus
+from mcp_memory.server.graph_tools import register_graph_tools
 from mcp_memory.server.prompts import register_prompts
 from mcp_memory.server.resources import file_uri, register_resources
 from mcp_memory.server.tools import register_tools
+from mcp_memory.server.utility_tools import register_utility_tools
 from mcp_memory.service import MemoryService
 
 __all__ = ["INSTRUCTIONS", "ServerContext", "StaticTokenVerifier", "create_server", "file_uri"]
@@ -65,6 +68,9 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
     service.on_change(notifier.notify_changed)
     app = ServerContext(settings=settings, service=service, shared=shared, notify_changed=notifier.notify_changed)
     register_tools(server, app)
+    register_utility_tools(server, app)
+    register_graph_tools(server, app)
+    register_episode_tools(server, app)
     register_prompts(server, app)
     register_resources(server, app)
     return server
