@@ -122,6 +122,14 @@ class RerankSettings:
 
 
 @dataclass
+class UtilitySettings:
+    # How much a memory's learned utility u (-1 penalized .. +1 rewarded) moves its score in every
+    # search mode and in recall: score × (1 + weight × sign(u) × √|u|). 0 turns utility off.
+    weight: float = 0.5
+    half_life_days: float = 30.0  # the decay the sleep cycle applies: utility halves toward neutral
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -141,6 +149,7 @@ class Settings:
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
+    utility: UtilitySettings = field(default_factory=UtilitySettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
     @property
@@ -175,7 +184,7 @@ def default_workspace() -> Path:
 
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
-    "recall": RecallSettings, "rerank": RerankSettings,
+    "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
     "privacy": PrivacySettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
@@ -342,6 +351,8 @@ def _validate(s: Settings) -> None:
     if s.rerank.timeout <= 0 or s.rerank.retries < 0 or not 1 <= s.rerank.candidates <= 200:
         raise ConfigError("rerank.timeout must be positive, rerank.retries not negative and "
                           "rerank.candidates between 1 and 200")
+    if not 0 <= s.utility.weight <= 1 or s.utility.half_life_days <= 0:
+        raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

@@ -24,10 +24,12 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
+from mcp_memory.memory_lookup import MemoryLookup
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
 from mcp_memory.search import HybridSearcher, Ranking
 from mcp_memory.snapshot import SearchSnapshot
+from mcp_memory.utility import UtilityStore
 from mcp_memory.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -46,9 +48,12 @@ T = TypeVar("T")
 class Engine:
     """The derived index of one workspace: open, searched, synced and repaired in place."""
 
-    def __init__(self, settings: Settings, workspace: Workspace, embedder: object = CONFIGURED):
+    def __init__(self, settings: Settings, workspace: Workspace, embedder: object = CONFIGURED,
+                 utility: UtilityStore | None = None):
         self.settings = settings
         self.workspace = workspace
+        self.naming = MemoryLookup(workspace)  # which memory a hit names (memory_ids.py)
+        self.utility = utility  # learned utility that search weighs in; None: not weighed
         self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
         self.degraded: list[str] = []  # why the engine works with less than it should, newest last
         self._embedder_arg = embedder
@@ -76,7 +81,8 @@ class Engine:
             self.indexer = Indexer(
                 self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache
             )
-            self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search)
+            self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search, self.naming,
+                                           self.utility)
             self._generation = None  # the new searcher's snapshot is empty: the next search loads it whole
             self._opened = True
         return self
@@ -145,16 +151,16 @@ class Engine:
             self.note_degraded(f"query embedding failed: {exc}")
             return self.searcher.search(request, use_vectors=False, hidden=hidden)
 
-    def rank(self, request: SearchRequest, diversify: bool = True) -> Ranking:
+    def rank(self, request: SearchRequest, diversify: bool = True, utility: bool = True) -> Ranking:
         """Ranked rows of the current snapshot (what ``search`` turns into hits), for later stages."""
         self.open()
         self.refresh_snapshot()
         hidden = None if request.include_private else self.privacy
         try:
-            return self.searcher.rank(request, hidden=hidden, diversify=diversify)
+            return self.searcher.rank(request, hidden=hidden, diversify=diversify, utility=utility)
         except EmbeddingError as exc:
             self.note_degraded(f"query embedding failed: {exc}")
-            return self.searcher.rank(request, use_vectors=False, hidden=hidden, diversify=diversify)
+            return self.searcher.rank(request, use_vectors=False, hidden=hidden, diversify=diversify, utility=utility)
 
     def relevance_floor(self) -> float | None:
         """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""

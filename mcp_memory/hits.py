@@ -27,6 +27,9 @@ class SearchHit:
     # (the lines that matched). 0: the same as start_line/end_line.
     chunk_start_line: int = 0
     chunk_end_line: int = 0
+    # The memory (bullet or paragraph) holding the hit's best line: stable across re-indexing;
+    # what reward, penalize and memory_get take. "" when the cited lines hold no memory.
+    id: str = ""
     hop: int | None = None  # deep search: 1 = found by the query, 2 = by concepts of the first hits
     concepts: tuple[str, ...] = ()  # deep search: the concepts whose search found this hit
 

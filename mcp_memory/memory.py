@@ -11,7 +11,8 @@ its own:
 * ``capture_flow.py``: from a conversation to captured bullets;
 * ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them);
 * ``precision.py``: precision search (first stage, then a ``Reranker`` from ``rerank/``);
-* ``deep.py``: deep search (a second hop through the concepts of the first hits).
+* ``deep.py``: deep search (a second hop through the concepts of the first hits);
+* ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn).
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -31,11 +32,14 @@ from mcp_memory.deep import DeepSearch
 from mcp_memory.edits import Editor, ForgetResult, StoreResult
 from mcp_memory.engine import CONFIGURED, Engine
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
+from mcp_memory.feedback import Feedback
 from mcp_memory.health import StatusReport, doctor, repair, status_report
 from mcp_memory.hits import MemoryLine, SearchAnswer, SearchHit
 from mcp_memory.index.doctor import DoctorReport
 from mcp_memory.index.sync import Progress, SyncReport
 from mcp_memory.ledger import Ledger
+from mcp_memory.memory_ids import is_memory_id
+from mcp_memory.memory_lookup import LocatedMemory
 from mcp_memory.precision import PrecisionSearch
 from mcp_memory.reading import FileInfo, FileLines, Reader
 from mcp_memory.recall import format_recall
@@ -44,6 +48,7 @@ from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank import Reranker, Rerankers
 from mcp_memory.similarity import Similarity
 from mcp_memory.transcripts import Message
+from mcp_memory.utility import UTILITY_FILE, DecayReport, UtilityChange, UtilityStore
 from mcp_memory.workspace import Workspace
 
 __all__ = [
@@ -58,7 +63,9 @@ class Memory:
     def __init__(self, settings: Settings, embedder: Any = CONFIGURED):
         self.settings = settings
         self.workspace = Workspace(settings.workspace, settings.extra_paths, settings.index_dir / "files.lock")
-        self.engine = Engine(settings, self.workspace, embedder)
+        self.utility = UtilityStore(settings.workspace / UTILITY_FILE, self.workspace.locked, settings.utility.weight,
+                                    settings.utility.half_life_days)
+        self.engine = Engine(settings, self.workspace, embedder, self.utility)
         self.privacy = self.engine.privacy
         self.reader = Reader(self.workspace, self.privacy)
         self.similarity = Similarity(self.engine, self.reader)
@@ -68,7 +75,7 @@ class Memory:
         self.rerankers = Rerankers(settings, self.engine)
         self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
         self.deep = DeepSearch(self.engine, settings, lambda: self.precision, self.rerankers.local)
-        # utility (memory ids, reward/penalize): utility.py, memory_ids.py
+        self.feedback = Feedback(self.reader, self.engine.naming, self.utility)
         # experience graph: experience.py
         # episodes: episodes.py
         self._ledger: Ledger | None = None
@@ -152,7 +159,13 @@ class Memory:
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None,
             include_private: bool = True) -> FileLines:
-        """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""
+        """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None).
+
+        ``path`` may be a memory id instead: the lines of that memory, wherever it is now.
+        """
+        if isinstance(path, str) and is_memory_id(path):
+            found = self.feedback.locate(path, include_private)
+            path, from_line, lines = found.path, found.start_line, found.end_line - found.start_line + 1
         return self.reader.get(path, from_line, lines, include_private)
 
     def list_files(self, include_private: bool = True) -> list[FileInfo]:
@@ -206,6 +219,21 @@ class Memory:
                                          include_private)
 
     # ----- utility -------------------------------------------------------------------------
+    def find_memory(self, memory_id: str, include_private: bool = True) -> LocatedMemory:
+        """Where the memory with this id is written now (``memory_get`` by id); MemoryInputError if nowhere."""
+        return self.feedback.locate(memory_id, include_private)
+
+    def reward(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
+        """Raise the utility of a memory that helped (see ``feedback.py`` and ``utility.py``)."""
+        return self.feedback.reward(memory_id, amount, include_private)
+
+    def penalize(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
+        """Lower the utility of a memory that misled."""
+        return self.feedback.penalize(memory_id, amount, include_private)
+
+    def decay_utility(self, now: dt.datetime | None = None) -> DecayReport:
+        """Move every utility toward neutral by the time since it changed (the sleep cycle runs this)."""
+        return self.utility.decay(now)
 
     # ----- experience graph ----------------------------------------------------------------
 

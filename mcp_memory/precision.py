@@ -4,7 +4,8 @@ The first stage (``search.py``) ranks chunks by BM25 and one vector per chunk; i
 but coarse. Here its top ``rerank.candidates`` hits, undiversified, go to a ``Reranker``
 (``rerank/``): offline by default, a cross-encoder endpoint or a chat model when configured.
 A remote reranker that fails costs a warning, never the answer: the local one takes over.
-Utility (how much a memory helped before) will weigh in at ``_weigh``.
+Utility (how much a memory helped before, ``utility.py``) weighs in at ``_weigh``, after the
+reranker: the candidates are the first stage's unweighed order, so it counts once.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp_memory.hits import SearchAnswer
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank.base import RerankCandidate, Reranker, RerankError
 from mcp_memory.search import Ranking
+from mcp_memory.utility import weighted
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ class PrecisionSearch:
     def candidates(self, request: SearchRequest) -> tuple[Ranking, list[RerankCandidate]]:
         """The first stage's best rows for ``request``, as a reranker reads them."""
         pool = max(self.settings.rerank.candidates, _top_k(request, self.settings))
-        ranking = self.engine.rank(replace(request, max_results=pool, min_score=0.0), diversify=False)
+        ranking = self.engine.rank(replace(request, max_results=pool, min_score=0.0), diversify=False, utility=False)
         snap = ranking.snapshot
         return ranking, [
             RerankCandidate(snap.texts[row].as_py(), snap.paths[row], int(snap.start_lines[row]), snap.dates[row],
@@ -104,8 +106,19 @@ class PrecisionSearch:
         return [(row, score_of[row]) for row, _ in order]
 
     def _weigh(self, ranking: Ranking, scores: list[float]) -> list[float]:
-        """Scores clipped to 0..1: where per-memory utility will raise or lower them."""
-        return [min(1.0, max(0.0, float(s))) for s in scores]
+        """Scores clipped to 0..1, then raised or lowered by each memory's utility."""
+        clipped = [min(1.0, max(0.0, float(s))) for s in scores]
+        rows = [row for row, _ in ranking.ranked]
+        factors = self.engine.searcher.utility_factors(ranking.snapshot, rows, ranking.query)
+        if factors is None:
+            return clipped
+        # Weighed on the scores spread over 0..1, as the first stage's are: reranker scores are
+        # bunched, and the same factor on them would outweigh relevance (measured in bench/utility.py).
+        low, high = min(clipped), max(clipped)
+        if high - low < 1e-9:
+            return weighted(clipped, factors)
+        spread = weighted([(s - low) / (high - low) for s in clipped], factors)
+        return [low + value * (high - low) for value in spread]
 
 
 def _top_k(request: SearchRequest, settings: Settings) -> int:

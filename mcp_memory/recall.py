@@ -61,6 +61,7 @@ def _items(hits: list[SearchHit], budget_chars: int) -> list[str]:
         if len(body) > room:
             body = body[: room - 1].rstrip() + "…"
         date = f' date="{hit.date.isoformat()}"' if hit.date else ""
-        items.append(f'<memory source="{html.escape(hit.citation, quote=True)}"{date}>{body}</memory>')
+        named = f' id="{html.escape(hit.id, quote=True)}"' if hit.id else ""
+        items.append(f'<memory source="{html.escape(hit.citation, quote=True)}"{named}{date}>{body}</memory>')
         used += len(body)
     return items

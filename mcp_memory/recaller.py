@@ -100,9 +100,14 @@ class Recaller:
         ranked = sorted(zip(scores, lines, strict=True), key=lambda pair: pair[0], reverse=True)
         return [
             SearchHit(path=hit.path, start_line=number, end_line=number, score=round(float(score), 4), snippet=text,
-                      source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4))
+                      source=hit.source, date=hit.date, keyword_coverage=0.0, vector_similarity=round(float(score), 4),
+                      id=self._line_id(hit.path, number))
             for score, (hit, number, text) in ranked[:limit] if score >= floor - PRIMER_MARGIN
         ]
+
+    def _line_id(self, path: str, line: int) -> str:
+        found = self.engine.naming.unit_at(path, line)
+        return found.id if found else ""
 
     def _keyword_hits(self, prompt: str, max_results: int, min_score: float) -> list[SearchHit]:
         """Keyword search whose hits are re-chunked from the files as they are now.
@@ -130,6 +135,6 @@ class Recaller:
                 continue
             pieces = chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap)
             chunks.extend(ch for ch in pieces if ch.id in ids)
-        searcher = HybridSearcher(keywords, None, settings.search)
+        searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
         return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score))

@@ -11,7 +11,12 @@
 4. MMR: results are picked greedily by ``λ × relevance − (1 − λ) × max similarity`` to what
    was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
    other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
-5. ``min_score`` and ``max_results`` cut the list.
+5. Utility: when memories were rewarded or penalized (``utility.py``), the best candidates'
+   scores are multiplied by ``1 + weight × utility`` of the memory each would be named by.
+6. ``min_score`` and ``max_results`` cut the list.
+
+Each hit carries the ``id`` of the memory holding its best line (``memory_ids.py``), taken
+from the whole file when the file still holds that line (``memory_lookup.py``).
 
 The vectors and chunk metadata live in memory as a ``SearchSnapshot`` (``snapshot.py``).
 """
@@ -19,9 +24,11 @@ The vectors and chunk metadata live in memory as a ``SearchSnapshot`` (``snapsho
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,9 +38,14 @@ from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.memory_ids import unit_at
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
 from mcp_memory.snapshot import SearchSnapshot
+
+if TYPE_CHECKING:
+    from mcp_memory.memory_lookup import MemoryLookup
+    from mcp_memory.utility import UtilityStore
 
 MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
@@ -57,11 +69,14 @@ class Ranking:
 class HybridSearcher:
     """Answers queries from a snapshot plus the live keyword index."""
 
-    def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings):
+    def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings,
+                 naming: MemoryLookup | None = None, utility: UtilityStore | None = None):
         self.keywords = keywords
         self.analyzer = TermAnalyzer()
         self.embedder = embedder
         self.settings = settings
+        self.naming = naming  # names a hit by the memory in its file (else by the chunk's lines alone)
+        self.utility = utility  # learned utility; None: not weighed
         self.snapshot = SearchSnapshot.empty()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -76,8 +91,9 @@ class HybridSearcher:
         return [self.hit(ranking, row, score) for row, score in ranking.ranked]
 
     def rank(self, request: SearchRequest, use_vectors: bool = True, hidden: PrivacyRules | None = None,
-             diversify: bool = True) -> Ranking:
-        """Rows of the snapshot ranked for ``request``: filtered, fused, decayed, cut and (``diversify``) MMR."""
+             diversify: bool = True, utility: bool = True) -> Ranking:
+        """Rows of the snapshot ranked for ``request``: filtered, fused, decayed, weighed by ``utility``,
+        cut and (``diversify``) MMR."""
         s = self.settings
         k = s.max_results if request.max_results is None else int(request.max_results)
         if k < 1:
@@ -117,6 +133,8 @@ class HybridSearcher:
                 if date is not None:
                     age = max(0, (today - date).days)
                     fused[row] *= 0.5 ** (age / s.half_life_days)
+        if utility:
+            self._weigh_by_utility(snap, fused, query, max(k * 5, 50))
 
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
@@ -138,6 +156,44 @@ class HybridSearcher:
         query_terms = ranking.query_terms(self.analyzer)
         coverage = len(query_terms & self.row_terms(snap, row)) / len(query_terms) if query_terms else 0.0
         return self._hit(snap, row, score, query, coverage, ranking.vector_scores.get(row))
+
+    def memory_id(self, snap: SearchSnapshot, row: int, query: str) -> str | None:
+        """The id of the memory a hit on ``row`` for ``query`` is named by (its best line's)."""
+        lines = snap.texts[row].as_py().split("\n")
+        return self._memory_id(snap, row, lines, best_line(lines, query))
+
+    def utility_factors(self, snap: SearchSnapshot, rows: list[int], query: str) -> list[float] | None:
+        """Each row's utility multiplier for ``query``; None when no utility is recorded."""
+        store = self.utility
+        if store is None or not store.active():
+            return None
+        return [store.factor(self.memory_id(snap, row, query)) for row in rows]
+
+    def _weigh_by_utility(self, snap: SearchSnapshot, fused: dict[int, float], query: str, pool: int) -> None:
+        """The best ``pool`` candidates' scores multiplied by their memories' utility factors."""
+        top = heapq.nlargest(pool, fused, key=fused.__getitem__)
+        factors = self.utility_factors(snap, top, query)
+        if factors is None:
+            return
+        for row, factor in zip(top, factors, strict=True):
+            fused[row] *= factor
+        high = max(fused.values())
+        if high > 1.0:  # scores stay within 0..1, the best at most 1
+            for row in fused:
+                fused[row] /= high
+
+    def _memory_id(self, snap: SearchSnapshot, row: int, lines: list[str], best: int | None) -> str | None:
+        path, chunk_start, chunk_end = snap.paths[row], int(snap.start_lines[row]), int(snap.end_lines[row])
+        index = 0 if best is None else best
+        if self.naming is not None:
+            # A chunk's lines are its file's, one for one, unless it is a piece of one long line.
+            whole = len(lines) == chunk_end - chunk_start + 1
+            found = (self.naming.unit_at(path, chunk_start + index, lines[index]) if whole
+                     else self.naming.unit_at(path, chunk_start))
+            if found is not None:
+                return found.id
+        unit = unit_at(lines, index)
+        return unit.id if unit else None
 
     def row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
         cached = snap.terms.get(row)
@@ -256,6 +312,7 @@ class HybridSearcher:
         # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
         lines = text.split("\n")
         best = best_line(lines, query)
+        memory = self._memory_id(snap, row, lines, best)
         start, end = chunk_start, chunk_end
         if len(lines) == chunk_end - chunk_start + 1:
             start, end = narrow_span(chunk_start, chunk_end, best, self.settings.citation_lines)
@@ -275,6 +332,7 @@ class HybridSearcher:
             vector_similarity=None if similarity is None else round(similarity, 4),
             chunk_start_line=chunk_start,
             chunk_end_line=chunk_end,
+            id=memory or "",
         )
 
 

@@ -57,7 +57,8 @@ Atlas is the internal data platform; it runs on Kubernetes with Airflow for sche
 """
 
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
-         "memory_capture", "precision_memory_search", "deep_memory_search"}
+         "memory_capture", "precision_memory_search", "deep_memory_search", "reward_memory_utility",
+         "penalize_memory_utility"}
 
 
 # ----- fixtures and helpers -------------------------------------------------------------------
@@ -149,7 +150,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
     assert required == {"memory_search": {"query"}, "memory_get": {"path"}, "memory_store": {"text"},
                         "memory_forget": set(), "memory_recall": {"prompt"}, "memory_status": set(),
                         "memory_capture": {"messages"}, "precision_memory_search": {"query"},
-                        "deep_memory_search": {"query"}}
+                        "deep_memory_search": {"query"}, "reward_memory_utility": {"memory_id"},
+                        "penalize_memory_utility": {"memory_id"}}
     # The sampled extraction is filled by the server, never by the caller.
     assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
     assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}
@@ -170,6 +172,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
     assert tools["memory_store"].annotations.destructive_hint is not True
     assert tools["memory_forget"].annotations.read_only_hint is False
     assert tools["memory_forget"].annotations.destructive_hint is True
+    for name in ("reward_memory_utility", "penalize_memory_utility"):
+        assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is False
 
 
 @pytest.mark.anyio
@@ -235,7 +239,7 @@ async def test_search_hit_fields(server):
     assert hits, "the CI note should be found"
     for hit in hits:
         assert set(hit) == {"path", "start_line", "end_line", "score", "snippet", "source", "date",
-                            "chunk_start_line", "chunk_end_line", "citation"}
+                            "chunk_start_line", "chunk_end_line", "citation", "id"}
         assert hit["chunk_start_line"] <= hit["start_line"] <= hit["end_line"] <= hit["chunk_end_line"]
         assert hit["citation"] == f"{hit['path']}#L{hit['start_line']}-L{hit['end_line']}"
         assert 1 <= hit["start_line"] <= hit["end_line"]
@@ -742,9 +746,10 @@ async def test_recall_prompt_block_is_inert_and_cited(populated, settings):
     memories = lines[2:-1]
     assert memories
     for item in memories:
-        match = re.fullmatch(r'<memory source="([^"#]+)#L(\d+)-L(\d+)"( date="\d{4}-\d{2}-\d{2}")?>(.*)</memory>', item)
+        match = re.fullmatch(r'<memory source="([^"#]+)#L(\d+)-L(\d+)"( id="m-[0-9a-f]{12}")?'
+                             r'( date="\d{4}-\d{2}-\d{2}")?>(.*)</memory>', item)
         assert match, item
-        assert "<" not in match[5]
+        assert "<" not in match[6]
     injected = [m for m in memories if "ignore previous instructions" in m]
     assert len(injected) == 1
     assert 'source="memory/2026-02-11.md#L1-L3"' in injected[0]

@@ -168,15 +168,17 @@ def _register_deep_search(server: MCPServer, app: ServerContext) -> None:
 def _register_get(server: MCPServer, app: ServerContext) -> None:
     @server.tool(title="Read memory file", annotations=READ_ONLY)
     def memory_get(
-        path: Annotated[str, Field(description="Workspace-relative path, e.g. memory/2026-11-26.md")],
+        path: Annotated[str, Field(description="Workspace-relative path, e.g. memory/2026-11-26.md, or the id "
+                                               "of a memory (m-3f2a9c1b7e4d) to read just that memory")],
         from_line: Annotated[int | None, Field(ge=1, description="First line, 1-based")] = None,
         line_count: Annotated[int | None, Field(ge=1, description="Number of lines")] = None,
         ctx: Context | None = None,
     ) -> GetResult:
-        """Read lines of a memory file (MEMORY.md, memory/**/*.md or a configured extra path)."""
+        """Read lines of a memory file (MEMORY.md, memory/**/*.md or a configured extra path), or one memory
+        by the id a search hit or recalled memory carries."""
         try:
             result = app.memory().get(path, from_line, line_count, include_private=app.include_private(ctx))
-        except PathError as exc:
+        except (PathError, MemoryInputError) as exc:
             raise ToolError(str(exc)) from None
         return GetResult.model_validate(result, from_attributes=True)
 

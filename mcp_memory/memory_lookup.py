@@ -1,0 +1,114 @@
+"""Memories of the files as they are now: which memory holds a line, and where an id is.
+
+Search names each hit by the memory that holds its best line (``memory_ids.py``); a chunk may
+begin or end inside a memory, so the memory is taken from the whole file whenever the file
+still holds the line the index has. ``memory_get``, reward and penalize find an id here.
+Each file's memories are kept until its size or modification time changes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_memory.errors import PathError
+from mcp_memory.memory_ids import MemoryUnit, split_memories
+from mcp_memory.workspace import Workspace, read_text
+
+_MAX_CACHED_FILES = 4096
+
+
+@dataclass(frozen=True)
+class LocatedMemory:
+    """One memory in a file: 1-based, inclusive line range and its text."""
+
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
+@dataclass(frozen=True)
+class _FileMemories:
+    key: tuple[int, int, int, int] | None  # see _file_key
+    abs_path: Path
+    lines: list[str]
+    units: list[MemoryUnit]
+    at_line: list[int]  # for each 0-based line, the index of the unit holding it, or -1
+
+
+class MemoryLookup:
+    def __init__(self, workspace: Workspace):
+        self.workspace = workspace
+        self._files: dict[str, _FileMemories] = {}
+        self._lock = threading.Lock()
+
+    def unit_at(self, path: str, line: int, expected: str | None = None) -> LocatedMemory | None:
+        """The memory holding 1-based ``line`` of ``path`` (for a heading or blank line, the next
+        one); None when the file cannot be read or, given ``expected``, no longer holds it there."""
+        memories = self._memories(path)
+        if memories is None or not 1 <= line <= len(memories.lines) or not memories.units:
+            return None
+        if expected is not None and memories.lines[line - 1].rstrip("\r") != expected.rstrip("\r"):
+            return None
+        index = memories.at_line[line - 1]
+        if index < 0:
+            index = next((i for i, u in enumerate(memories.units) if u.start >= line - 1), len(memories.units) - 1)
+        return self._located(path, memories, memories.units[index])
+
+    def find(self, memory_id: str, paths: list[str]) -> list[LocatedMemory]:
+        """Every place among ``paths`` where the memory ``memory_id`` is written."""
+        found: list[LocatedMemory] = []
+        for path in paths:
+            memories = self._memories(path)
+            if memories is None:
+                continue
+            found.extend(self._located(path, memories, u) for u in memories.units if u.id == memory_id)
+        return found
+
+    def _located(self, path: str, memories: _FileMemories, unit: MemoryUnit) -> LocatedMemory:
+        text = "\n".join(memories.lines[unit.start : unit.end + 1])
+        return LocatedMemory(unit.id, path, unit.start + 1, unit.end + 1, text)
+
+    def _memories(self, path: str) -> _FileMemories | None:
+        with self._lock:
+            cached = self._files.get(path)
+        if cached is not None and _file_key(cached.abs_path) == cached.key:
+            return cached
+        # Resolved again on any change: a file that became a link or left the memory set is refused.
+        try:
+            file = self.workspace.resolve(path)
+            key = _file_key(file.abs_path)
+            text = read_text(file.abs_path)
+        except (PathError, OSError, UnicodeDecodeError, ValueError):
+            return None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        units = split_memories(lines)
+        at_line = [-1] * len(lines)
+        for index, unit in enumerate(units):
+            for n in range(unit.start, unit.end + 1):
+                at_line[n] = index
+        memories = _FileMemories(key, file.abs_path, lines, units, at_line)
+        with self._lock:
+            if len(self._files) >= _MAX_CACHED_FILES:
+                self._files.clear()
+            self._files[path] = memories
+        return memories
+
+
+def _file_key(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when a file is edited, replaced or swapped for a link (lstat: links not followed)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode
