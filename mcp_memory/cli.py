@@ -144,7 +144,7 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         found = ""
         if args.mode == "deep":
             found = f"  hop {hit.hop}" + (f" via {', '.join(hit.concepts)}" if hit.concepts else "")
-        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}{found}")
+        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}{found}" + (f"  id {hit.id}" if hit.id else ""))
         for line in hit.snippet.splitlines()[:8]:
             print(f"     {line}")
         print()
@@ -161,17 +161,42 @@ def _hit_dict(hit: SearchHit, mode: str) -> dict[str, Any]:
 
 
 def _cmd_get(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.memory import Memory, PathError
+    from mcp_memory.memory import Memory, MemoryInputError, PathError
 
     memory = Memory(settings)
     try:
         result = memory.get(args.path, args.from_line, args.lines)
-    except PathError as exc:
+    except (PathError, MemoryInputError) as exc:
         raise _UserError(str(exc)) from None
     if args.json:
         print(json.dumps(result.__dict__, ensure_ascii=False, indent=2))
     else:
         sys.stdout.write(result.text + ("\n" if result.text else ""))
+    return 0
+
+
+def _cmd_utility(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory, MemoryInputError
+
+    memory = Memory(settings)
+    result: Any
+    try:
+        if args.action in ("reward", "penalize"):
+            if not args.memory_id:
+                raise _UserError(f"utility {args.action} needs a memory id (the id of a search hit)")
+            change = getattr(memory, args.action)(args.memory_id, args.amount)
+            result = change.to_dict()
+            text = f"{change.memory_id}: utility {change.before:+.3f} -> {change.after:+.3f}"
+        elif args.action == "decay":
+            report = memory.decay_utility()
+            result = report.__dict__
+            text = f"{report.changed} utilities moved toward neutral, {report.dropped} back to neutral"
+        else:
+            result = dict(sorted(memory.utility.values().items(), key=lambda item: -item[1]))
+            text = "\n".join(f"{key}  {value:+.3f}" for key, value in result.items()) or "no learned utility"
+    except MemoryInputError as exc:
+        raise _UserError(str(exc)) from None
+    print(json.dumps(result, indent=2) if args.json else text)
     return 0
 
 
@@ -362,6 +387,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_recall_command(sub, common)
     _add_capture_commands(sub, common)
     _add_status_command(sub, common)
+    _add_utility_command(sub, common)
     return parser
 
 
@@ -403,7 +429,7 @@ def _add_reading_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
     p.set_defaults(handler=_cmd_search)
 
     p = sub.add_parser("get", parents=[common], help="print lines of a memory file")
-    p.add_argument("path", help="workspace-relative path, e.g. memory/2026-11-26.md")
+    p.add_argument("path", help="workspace-relative path, e.g. memory/2026-11-26.md, or a memory id (m-...)")
     p.add_argument("--from", dest="from_line", type=int, default=None, help="first line (1-based)")
     p.add_argument("--lines", type=int, default=None, help="number of lines")
     p.add_argument("--json", action="store_true")
@@ -468,6 +494,15 @@ def _add_capture_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
     p.add_argument("client", help="claude-code")
     p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop) or session-end (SessionEnd)")
     p.set_defaults(handler=_cmd_hook)
+
+
+def _add_utility_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("utility", parents=[common], help="reward, penalize, list or decay learned utility")
+    p.add_argument("action", choices=["reward", "penalize", "list", "decay"])
+    p.add_argument("memory_id", nargs="?", help="reward/penalize: the id of a search hit (m-...)")
+    p.add_argument("--amount", type=float, default=0.2, help="reward or penalty, in (0, 1] (default 0.2)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_utility)
 
 
 def _add_status_command(sub: _Commands, common: argparse.ArgumentParser) -> None:

@@ -269,3 +269,22 @@ def test_damaged_utility_lines_are_skipped_and_a_half_written_line_waits(setting
     assert memory.utility.get(target) == 0.5
     memory.reward(target, 0.5)  # appended after a newline, so the partial line stays one bad line
     assert memory.utility.get(target) == 0.75
+
+
+def test_the_command_line_rewards_lists_reads_by_id_and_refuses_unknown_ids(settings: Settings,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_memory.cli import main
+
+    _notes(settings.workspace)
+    target = memory_id(NOTES[0])
+    ws = ["-w", str(settings.workspace), "--embedder", "none"]
+    assert main(["utility", "reward", str(target), "--amount", "0.5", *ws]) == 0
+    assert f"{target}: utility +0.000 -> +0.500" in capsys.readouterr().out
+    assert main(["utility", "list", "--json", *ws]) == 0
+    assert json.loads(capsys.readouterr().out) == {target: 0.5}
+    assert main(["get", str(target), *ws]) == 0
+    assert capsys.readouterr().out == NOTES[0] + "\n"
+    assert main(["utility", "penalize", "m-000000000000", *ws]) == 2
+    assert "no memory has the id" in capsys.readouterr().err
+    assert main(["search", "staging deploy Frankfurt blue", *ws]) == 0
+    assert f"id {target}" in capsys.readouterr().out
