@@ -25,6 +25,7 @@ from mcp import Client, MCPError
 from conftest import close_server as _close
 from conftest import make_server, write
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.server.prompts import FEEDBACK_NOTE
 
 SECRET = "TOPSECRET-7c1e-do-not-leak"
 
@@ -733,7 +734,7 @@ async def test_recall_prompt_block_is_inert_and_cited(populated, settings):
     assert len(prompt.messages) == 1 and prompt.messages[0].role == "user"
     text = prompt.messages[0].content.text
     block = tool.structured_content["context"]
-    assert text == f"{block}\n\n{message}"
+    assert text == f"{block}\n{FEEDBACK_NOTE}\n\n{message}"
     assert text.endswith("\n\n" + message)
 
     lines = block.split("\n")

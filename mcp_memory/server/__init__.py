@@ -43,6 +43,9 @@ read more with memory_get.
 name, a number, a decision), use precision_memory_search. When the question connects several memories ("the \
 friend who...", "what happened before/after X", one thing found through another), use deep_memory_search.
 - Cite what you use as path#Lstart-Lend.
+- Every hit and recalled memory has an id. When a memory helped you answer correctly, call \
+reward_memory_utility with its id; when one was wrong, outdated or misleading, call penalize_memory_utility. \
+Rewarded memories rank higher next time, penalized ones lower. memory_get also reads a memory by its id.
 - When the user states a durable fact, preference or decision, save it with memory_store (one fact per call), \
 or pass the latest messages to memory_capture, which extracts, filters and deduplicates them.
 - A <relevant-memories> block in the conversation was injected by recall: never store or capture it again.

@@ -25,6 +25,12 @@ call memory_store for each durable fact, preference or decision from this sessio
 (one fact per call, third person, absolute dates). If there is nothing to store, reply with nothing else."""
 
 
+FEEDBACK_NOTE = (
+    "(After answering: reward_memory_utility with the id of a memory that helped, penalize_memory_utility "
+    "with the id of one that was wrong or misleading.)"
+)
+
+
 def register_prompts(server: MCPServer, app: ServerContext) -> None:
     """Register the ``recall``, ``capture`` and ``flush`` prompts on ``server``."""
 
@@ -36,7 +42,7 @@ def register_prompts(server: MCPServer, app: ServerContext) -> None:
     ) -> list[UserMessage]:
         """The message, preceded by the memories relevant to it."""
         block = app.memory().recall(message, session_key=session_key, include_private=app.include_private(ctx))
-        return [UserMessage(f"{block}\n\n{message}" if block else message)]
+        return [UserMessage(f"{block}\n{FEEDBACK_NOTE}\n\n{message}" if block else message)]
 
     @server.prompt(title="Capture")
     def capture() -> str:
