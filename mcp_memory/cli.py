@@ -144,7 +144,8 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         found = ""
         if args.mode == "deep":
             found = f"  hop {hit.hop}" + (f" via {', '.join(hit.concepts)}" if hit.concepts else "")
-        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}{found}" + (f"  id {hit.id}" if hit.id else ""))
+        named = f"  id {hit.id}" if hit.id else ""
+        print(f"{rank}. {hit.citation}  score {hit.score:.3f}{date}{named}{found}")
         for line in hit.snippet.splitlines()[:8]:
             print(f"     {line}")
         print()

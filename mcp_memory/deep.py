@@ -23,14 +23,12 @@ from dataclasses import replace
 from mcp_memory.analysis import QUERY_STOPWORDS, TermAnalyzer, keyword_tokens
 from mcp_memory.config import Settings
 from mcp_memory.engine import Engine
-from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchAnswer, SearchHit
-from mcp_memory.precision import PrecisionSearch
+from mcp_memory.precision import PrecisionSearch, result_count
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank.local import LocalReranker
 from mcp_memory.search import Ranking
 
-MAX_RESULTS = 100
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
 MAX_CONCEPTS = 4
 KEPT_FIRST_HITS = 5  # first-hop hits that keep their places at the top
@@ -51,9 +49,7 @@ class DeepSearch:
         self._analyzer = TermAnalyzer()
 
     def search(self, request: SearchRequest) -> SearchAnswer:
-        k = self.settings.search.max_results if request.max_results is None else int(request.max_results)
-        if not 1 <= k <= MAX_RESULTS:
-            raise SearchError(f"max_results must be between 1 and {MAX_RESULTS}, got {k}")
+        k = result_count(request, self.settings, "max_results")
         # The first hop is a precise search: its leading hits are those of precision search,
         # and its wider list (the reranked candidates) is the pool the rest is chosen from.
         reranked = self._precise().rerank(replace(request, max_results=k))

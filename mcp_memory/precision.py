@@ -48,7 +48,7 @@ class PrecisionSearch:
 
     def candidates(self, request: SearchRequest) -> tuple[Ranking, list[RerankCandidate]]:
         """The first stage's best rows for ``request``, as a reranker reads them."""
-        pool = max(self.settings.rerank.candidates, _top_k(request, self.settings))
+        pool = max(self.settings.rerank.candidates, result_count(request, self.settings))
         ranking = self.engine.rank(replace(request, max_results=pool, min_score=0.0), diversify=False, utility=False)
         snap = ranking.snapshot
         return ranking, [
@@ -59,14 +59,14 @@ class PrecisionSearch:
 
     def search(self, request: SearchRequest, reranker: Reranker | None = None) -> SearchAnswer:
         """The ``max_results`` best hits after reranking; ``reranker``: this one instead of the configured one."""
-        k = _top_k(request, self.settings)
+        k = result_count(request, self.settings)
         reranked = self.rerank(request, reranker)
         hits = [self.engine.searcher.hit(reranked.ranking, row, score) for row, score in reranked.ranked[:k]]
         return SearchAnswer(hits, mode="precise", warnings=reranked.warnings, reranker=reranked.reranker)
 
     def rerank(self, request: SearchRequest, reranker: Reranker | None = None) -> Reranked:
         """The first stage's candidates for ``request`` in the reranker's order, above ``min_score``."""
-        _top_k(request, self.settings)
+        result_count(request, self.settings)
         ranking, candidates = self.candidates(request)
         if not candidates:
             return Reranked(ranking, [], [], None)
@@ -121,8 +121,9 @@ class PrecisionSearch:
         return [low + value * (high - low) for value in spread]
 
 
-def _top_k(request: SearchRequest, settings: Settings) -> int:
+def result_count(request: SearchRequest, settings: Settings, name: str = "top_k") -> int:
+    """How many hits ``request`` asks for; a SearchError naming the argument (``name``) when out of range."""
     k = settings.search.max_results if request.max_results is None else int(request.max_results)
     if not 1 <= k <= MAX_RESULTS:
-        raise SearchError(f"top_k must be between 1 and {MAX_RESULTS}, got {k}")
+        raise SearchError(f"{name} must be between 1 and {MAX_RESULTS}, got {k}")
     return k

@@ -20,6 +20,7 @@ import openai
 
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
+from mcp_memory.retries import retry_after_seconds
 
 # Local servers ignore the key, but the openai client refuses to start without one.
 _PLACEHOLDER_API_KEY = "not-needed"
@@ -103,7 +104,7 @@ class OpenAIEmbedder(Embedder):
                 attempt += 1
 
     def _delay(self, attempt: int, exc: Exception) -> float:
-        retry_after = _retry_after_seconds(exc)
+        retry_after = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
         if retry_after is not None:
             return min(retry_after, _MAX_RETRY_AFTER)
         nominal: float = min(_MAX_DELAY, _BASE_DELAY * 2**attempt)
@@ -163,20 +164,6 @@ def _is_retryable(exc: Exception) -> bool:
     if isinstance(exc, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
-
-
-def _retry_after_seconds(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    raw = response.headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        return None  # an HTTP date; fall back to our own backoff
-    return seconds if seconds >= 0 else None
 
 
 def _describe(exc: Exception) -> str:

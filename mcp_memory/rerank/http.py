@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from mcp_memory.rerank.base import RerankCandidate, RerankError
+from mcp_memory.retries import retry_after_seconds
 
 MAX_DOCUMENT_CHARS = 4000  # cross-encoders read ~512 tokens; more only costs upload and server time
 _BASE_DELAY = 0.25  # first retry pause; doubles per attempt
@@ -131,7 +132,7 @@ class HttpReranker:
                 raise RerankError(f"rerank endpoint {self._where} failed: {self._redact(str(exc))}") from None
             if response.status_code not in _RETRYABLE_STATUS:
                 return response
-            retry_after = _retry_after_seconds(response)
+            retry_after = retry_after_seconds(response.headers)
             if attempt >= self._retries or (retry_after is not None and retry_after > _MAX_RETRY_AFTER):
                 raise RerankError(self._status_message(response, attempt + 1))
             self._sleep(self._delay(attempt, retry_after))
@@ -257,17 +258,6 @@ def _logistic(x: float) -> float:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _retry_after_seconds(response: httpx2.Response) -> float | None:
-    raw = response.headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        return None  # an HTTP date: rare for APIs; the normal backoff applies
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _server_message(response: httpx2.Response) -> str:
