@@ -98,7 +98,8 @@ def test_search_human_output_shows_citation_and_score(ws, capsys):
     assert "We chose PostgreSQL as the main database." in out
 
     code, out, err = run(capsys, "search", "zebracorn", "-w", str(ws), "--embedder", "none")
-    assert re.match(rf"1\. {re.escape(DAILY)}#L1-L5  score \d\.\d{{3}}  2026-11-20  id m-[0-9a-f]{{12}}$", out.splitlines()[0])
+    assert re.match(rf"1\. {re.escape(DAILY)}#L1-L5  score \d\.\d{{3}}  2026-11-20  id m-[0-9a-f]{{12}}$",
+                    out.splitlines()[0])
 
     code, out, err = run(capsys, "search", "kubernetes", "-w", str(ws), "--embedder", "none")
     assert code == 0 and out == "" and "no results" in err

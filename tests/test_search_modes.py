@@ -491,8 +491,8 @@ def test_cli_deep_prints_hop_and_concepts(populated, capsys):
     ranked = [line for line in out.splitlines() if re.match(r"\d+\. ", line)]
     assert ranked
     for line in ranked:
-        assert re.fullmatch(r"\d+\. \S+#L\d+-L\d+  score \d\.\d{3}(  \d{4}-\d{2}-\d{2})?  id m-[0-9a-f]{12}  hop [12]( via .+)?", line), \
-            line
+        assert re.fullmatch(r"\d+\. \S+#L\d+-L\d+  score \d\.\d{3}(  \d{4}-\d{2}-\d{2})?  id m-[0-9a-f]{12}"
+                            r"  hop [12]( via .+)?", line), line
 
 
 @pytest.mark.usefixtures("restore_logging")
