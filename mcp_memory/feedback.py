@@ -24,7 +24,7 @@ class Feedback:
 
     def locate(self, memory_id: str, include_private: bool = True) -> LocatedMemory:
         """Where the memory ``memory_id`` is written (its first place, MEMORY.md and evergreen files first)."""
-        if not isinstance(memory_id, str) or not is_memory_id(memory_id):
+        if not isinstance(memory_id, str) or not is_memory_id(memory_id.strip()):
             raise MemoryInputError(f"{str(memory_id)[:80]!r} is not a memory id (ids look like m-3f2a9c1b7e4d: "
                                    "take them from the id field of a search hit or a recalled memory)")
         files = self.reader.list_files(include_private)

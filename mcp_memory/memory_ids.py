@@ -23,7 +23,7 @@ import unicodedata
 from dataclasses import dataclass
 
 ID_PREFIX = "m-"
-ID_PATTERN = re.compile(r"^m-[0-9a-f]{12}$")
+ID_PATTERN = re.compile(r"m-[0-9a-f]{12}")
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
@@ -65,7 +65,8 @@ def memory_key(text: str) -> str:
 
 
 def is_memory_id(value: str) -> bool:
-    return bool(ID_PATTERN.match(value.strip()))
+    """Whether ``value`` is exactly an id's spelling (``m-`` and 12 hex digits)."""
+    return bool(ID_PATTERN.fullmatch(value))
 
 
 def split_memories(lines: list[str]) -> list[MemoryUnit]:

@@ -227,7 +227,7 @@ def _parse(raw: str) -> tuple[str, str, float, dt.datetime] | None:
 
 
 def _checked_id(memory_id: object) -> str:
-    if not isinstance(memory_id, str) or not is_memory_id(memory_id):
+    if not isinstance(memory_id, str) or not is_memory_id(memory_id.strip()):
         raise MemoryInputError(f"{memory_id!r} is not a memory id (ids look like m-3f2a9c1b7e4d: "
                                "take them from the id field of a search hit)")
     return memory_id.strip()

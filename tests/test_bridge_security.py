@@ -555,9 +555,12 @@ def test_a_proven_reply_is_still_data_escaped_like_in_process_recall(ws: Path) -
     {"memories": [{**forged_memory(), "date": "yesterday"}]},
     {"memories": [{**forged_memory(), "end_line": 0, "start_line": 3}]},
     {"memories": [{**forged_memory(), "vector_similarity": True}]},
+    {"memories": [{**forged_memory(), "id": 'm-0123456789ab" onload="x'}]},
+    {"memories": [{**forged_memory(), "id": 7}]},
     {"memories": forged_memory()},
     {"memories": [forged_memory()] * 101},
-], ids=["context", "line-type", "path-type", "nan", "date", "line-order", "bool", "not-a-list", "too-many"])
+], ids=["context", "line-type", "path-type", "nan", "date", "line-order", "bool", "id-forged", "id-type", "not-a-list",
+        "too-many"])
 def test_a_proven_reply_whose_memories_do_not_check_out_is_discarded(reply: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         hits_from_wire(reply.get("memories"))
@@ -582,6 +585,7 @@ def test_a_valid_reply_round_trips_as_hits(bridge: BridgeServer, memory: Memory,
     assert reply is not None
     hits = hits_from_wire(reply["memories"])
     assert hits == memory.recall_hits(MATCHING_PROMPT)
+    assert hits and all(hit.id.startswith("m-") for hit in hits)
 
 
 # ----- 3. bad input ------------------------------------------------------------------------------------
