@@ -130,6 +130,14 @@ class UtilitySettings:
 
 
 @dataclass
+class EpisodeSettings:
+    # The server writes one episode (memory/episodes/) per session that did real work: when the
+    # client disconnects, or after this many minutes without a tool call.
+    enabled: bool = True
+    idle_minutes: float = 30.0
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -150,6 +158,7 @@ class Settings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     utility: UtilitySettings = field(default_factory=UtilitySettings)
+    episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
     @property
@@ -185,7 +194,7 @@ def default_workspace() -> Path:
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
     "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
-    "privacy": PrivacySettings,
+    "privacy": PrivacySettings, "episodes": EpisodeSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
 
@@ -353,6 +362,8 @@ def _validate(s: Settings) -> None:
                           "rerank.candidates between 1 and 200")
     if not 0 <= s.utility.weight <= 1 or s.utility.half_life_days <= 0:
         raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
+    if not s.episodes.idle_minutes > 0:
+        raise ConfigError("episodes.idle_minutes must be positive")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:
         raise ConfigError("search weights must not be negative")
     if s.search.vector_weight + s.search.text_weight == 0:

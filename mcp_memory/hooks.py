@@ -3,8 +3,9 @@
 ``mcp-memory hook claude-code prompt`` runs on Claude Code's ``UserPromptSubmit``: it reads
 the hook JSON (``prompt``, ``session_id``) from stdin and prints the hook JSON whose
 ``hookSpecificOutput.additionalContext`` holds the ``<relevant-memories>`` block.
-``mcp-memory hook claude-code stop`` runs on ``Stop`` (and ``SessionEnd``): it captures the
-latest messages of the transcript at ``transcript_path``.
+``mcp-memory hook claude-code stop`` runs on ``Stop``: it captures the latest messages of the
+transcript at ``transcript_path``. ``session-end`` (on ``SessionEnd``) captures too, then writes
+the session's episode from the transcript (``episodes.py``).
 
 Both first ask a running ``mcp-memory serve`` of the workspace through the loopback bridge
 (warm index and model: tens of milliseconds). With none running, recall answers from the
@@ -34,6 +35,7 @@ from typing import IO, TYPE_CHECKING, Any
 from mcp_memory.bridge import call_bridge, loggable
 from mcp_memory.config import Settings
 from mcp_memory.hits import SearchHit
+from mcp_memory.memory_ids import is_memory_id
 from mcp_memory.recall import format_recall
 
 if TYPE_CHECKING:  # the prompt hook must not import the index (NumPy, Arrow) just to be typed
@@ -74,6 +76,8 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
         return {"memories": [hit.to_dict() for hit in hits]}
     if op == "capture":
         return capture_transcript(memory, request, include_private=include_private).to_dict()
+    if op == "session-end":
+        return end_session(memory, request, include_private=include_private)
     raise BadRequest(f"unknown operation {loggable(op, 40)!r}")
 
 
@@ -121,8 +125,10 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
             raise ValueError(f"unknown client {client!r}")
         if event == "prompt":
             output = _claude_code_prompt(settings, payload)
-        elif event in ("stop", "session-end"):
+        elif event == "stop":
             output = _claude_code_stop(settings, payload)
+        elif event == "session-end":
+            output = _claude_code_session_end(settings, payload)
         else:
             raise ValueError(f"unknown hook event {event!r}")
         if output:
@@ -176,6 +182,55 @@ def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
     return ""  # Stop hooks print nothing: stdout there is not for the model
 
 
+def _claude_code_session_end(settings: Settings, payload: dict[str, Any]) -> str:
+    """Capture the last turn, then write the session's episode: by a running server if any, else here.
+
+    A running server has the index open, so the episode is indexed in milliseconds instead of
+    after loading the index (and the model) in this process; both paths run ``end_session``.
+    """
+    path = payload.get("transcript_path")
+    if not path:
+        raise ValueError("the hook input has no transcript_path")
+    request = {"op": "session-end", "transcript_path": str(path), "session_key": _session_of(payload)}
+    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
+    if reply is not None:
+        capture = reply.get("capture")
+        log.info("capture by a running server: %s", loggable(capture.get("message") if isinstance(capture, dict)
+                                                            else "failed"))
+        log.info("session end by a running server: episode %s", loggable(reply.get("episode")))
+        return ""
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        result = end_session(memory, request)
+    log.info("capture in-process: %s", (result["capture"] or {}).get("message", "failed"))
+    log.info("session end in-process: episode %s", result.get("episode"))
+    return ""
+
+
+def end_session(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
+    """Capture from the transcript, then record its episode (with the ``[decision]`` facts just captured)."""
+    from mcp_memory.episodes import episode_from_transcript
+
+    decisions: list[str] = []
+    capture: dict[str, Any] | None = None
+    try:
+        captured = capture_transcript(memory, request, include_private=include_private)
+        decisions = [line.text for line in captured.captured]
+        capture = captured.to_dict()
+    except ValueError as exc:
+        log.warning("capture at session end failed: %s", loggable(str(exc)))
+    path = _text_field(request, "transcript_path")
+    if not path:
+        raise BadRequest("give transcript_path")
+    episode = episode_from_transcript(Path(path).expanduser(), _text_field(request, "session_key") or "",
+                                      _text_field(request, "client") or "claude-code", decisions=[
+                                          d for d in decisions if "[decision]" in d.lower()])
+    if episode is None or not (episode.has_work() or episode.decisions):
+        return {"capture": capture, "episode": None}
+    return {"capture": capture, "episode": memory.record_episode(episode).path}
+
+
 def _session_of(payload: dict[str, Any]) -> str | None:
     session = payload.get("session_id")
     return session if isinstance(session, str) else None
@@ -207,11 +262,14 @@ def _hit_from_wire(item: Any) -> SearchHit:
     if date is not None:
         date = dt.date.fromisoformat(_wire_text(item, "date"))
     similarity = item.get("vector_similarity")
+    named = item.get("id", "")
+    if named != "" and not (isinstance(named, str) and is_memory_id(named)):
+        raise InvalidReply("a memory's id is not a memory id")
     return SearchHit(
         path=_wire_text(item, "path", empty=False), start_line=start, end_line=end,
         score=_wire_number(item, "score"), snippet=_wire_text(item, "snippet"), source=_wire_text(item, "source"),
         date=date, keyword_coverage=_wire_number(item, "keyword_coverage"),
-        vector_similarity=None if similarity is None else _wire_number(item, "vector_similarity"),
+        vector_similarity=None if similarity is None else _wire_number(item, "vector_similarity"), id=named,
     )
 
 

@@ -12,7 +12,9 @@ its own:
 * ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them);
 * ``precision.py``: precision search (first stage, then a ``Reranker`` from ``rerank/``);
 * ``deep.py``: deep search (a second hop through the concepts of the first hits);
-* ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn).
+* ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn);
+* ``episodes.py``: one markdown record per session, merged from the server's and the hook's view;
+* ``experience.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -31,7 +33,9 @@ from mcp_memory.config import Settings
 from mcp_memory.deep import DeepSearch
 from mcp_memory.edits import Editor, ForgetResult, StoreResult
 from mcp_memory.engine import CONFIGURED, Engine
+from mcp_memory.episodes import Episode, EpisodeLog
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
+from mcp_memory.experience import ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
 from mcp_memory.feedback import Feedback
 from mcp_memory.health import StatusReport, doctor, repair, status_report
 from mcp_memory.hits import MemoryLine, SearchAnswer, SearchHit
@@ -76,8 +80,8 @@ class Memory:
         self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
         self.deep = DeepSearch(self.engine, settings, lambda: self.precision, self.rerankers.local)
         self.feedback = Feedback(self.reader, self.engine.naming, self.utility)
-        # experience graph: experience.py
-        # episodes: episodes.py
+        self.experience = ExperienceGraph(self.engine, self.reader, self.similarity, self.editor)
+        self.episodes = EpisodeLog(self.engine, self.reader, self.editor)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -163,7 +167,7 @@ class Memory:
 
         ``path`` may be a memory id instead: the lines of that memory, wherever it is now.
         """
-        if isinstance(path, str) and is_memory_id(path):
+        if isinstance(path, str) and is_memory_id(path.strip()):
             found = self.feedback.locate(path, include_private)
             path, from_line, lines = found.path, found.start_line, found.end_line - found.start_line + 1
         return self.reader.get(path, from_line, lines, include_private)
@@ -236,5 +240,26 @@ class Memory:
         return self.utility.decay(now)
 
     # ----- experience graph ----------------------------------------------------------------
+    def graph_add(self, cause: str, action: str, effect: str, outcome: str, tags: list[str] | None = None,
+                  include_private: bool = True) -> GraphAddResult:
+        """Log a cause → action → effect chain, or count one more sighting of it (see ``experience.py``)."""
+        return self.experience.add(cause, action, effect, outcome, tags, include_private)
+
+    def graph_query(self, query: str, outcome_filter: str | None = None, tags: list[str] | None = None,
+                    max_results: int = 5, include_private: bool = True) -> list[ChainMatch]:
+        """Chains matching a query, best first, filtered by outcome and tags."""
+        return self.experience.query(query, outcome_filter, tags, max_results, include_private)
+
+    def graph_summary(self, include_private: bool = True) -> GraphSummary:
+        """Totals, frequent patterns, the latest chains and the actions that failed."""
+        return self.experience.summary(include_private)
 
     # ----- episodes ------------------------------------------------------------------------
+    def record_episode(self, episode: Episode) -> Episode:
+        """Write one session's episode, merged with what else recorded that session (see ``episodes.py``)."""
+        return self.episodes.record(episode)
+
+    def list_episodes(self, query: str | None = None, after: str | None = None, before: str | None = None,
+                      max_results: int = 20, include_private: bool = True) -> list[Episode]:
+        """Episodes newest first, optionally those a search finds and those within YYYY-MM-DD dates."""
+        return self.episodes.find(query, after, before, max_results, include_private)

@@ -251,6 +251,29 @@ class Workspace:
             _atomic_write(path, old + ("\n".join(lines) + "\n").encode("utf-8"))
         return start, start + len(lines) - 1
 
+    def write_file(self, rel_path: str, text: str) -> None:
+        """Replace the whole text of one memory file (created if missing), atomically under the file lock.
+
+        For files a feature owns as a whole (an episode); every other file stays as it is.
+        """
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            _atomic_write(self._writable(rel_path), text.encode("utf-8"))
+
+    def replace_bytes(self, rel_path: str, expected: bytes | None, new: bytes) -> None:
+        """Replace a memory file's bytes with ``new`` only if it still holds ``expected`` (None: missing).
+
+        For a read-check-rewrite under ``locked()``: the caller edits the bytes it read (so bytes
+        it did not touch stay exactly as they were) and a change made meanwhile is refused.
+        """
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            path = self._writable(rel_path)
+            current = path.read_bytes() if path.exists() else None
+            if current != expected:
+                raise PathError(f"{rel_path} changed since it was read; nothing was written")
+            _atomic_write(path, new)
+
     def remove_line(self, rel_path: str, line: int, expected: str) -> None:
         """Delete one line, only if it still holds ``expected``; every other byte is kept."""
         Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)

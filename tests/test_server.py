@@ -59,10 +59,16 @@ Atlas is the internal data platform; it runs on Kubernetes with Airflow for sche
 
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
          "memory_capture", "precision_memory_search", "deep_memory_search", "reward_memory_utility",
-         "penalize_memory_utility"}
+         "penalize_memory_utility", "memory_graph_add", "memory_graph_query", "memory_graph_summary",
+         "memory_episodes"}
 
 
 # ----- fixtures and helpers -------------------------------------------------------------------
+def _memory_names(workspace: Path) -> list[str]:
+    """The entries of memory/, less the episodes folder (a session that did work gets an episode)."""
+    return sorted(p.name for p in (workspace / "memory").iterdir() if p.name != "episodes")
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -152,7 +158,9 @@ async def test_list_tools_schemas_and_annotations(server, mode):
                         "memory_forget": set(), "memory_recall": {"prompt"}, "memory_status": set(),
                         "memory_capture": {"messages"}, "precision_memory_search": {"query"},
                         "deep_memory_search": {"query"}, "reward_memory_utility": {"memory_id"},
-                        "penalize_memory_utility": {"memory_id"}}
+                        "penalize_memory_utility": {"memory_id"},
+                        "memory_graph_add": {"cause", "action", "effect", "outcome"}, "memory_graph_query": {"query"},
+                        "memory_graph_summary": set(), "memory_episodes": set()}
     # The sampled extraction is filled by the server, never by the caller.
     assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
     assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}
@@ -441,7 +449,7 @@ async def test_secret_outside_workspace_never_surfaces(server, outside_file):
 # ----- memory_store ------------------------------------------------------------------------------
 @pytest.mark.anyio
 async def test_store_empty_text_is_error(server, populated):
-    before = sorted(p.name for p in (populated / "memory").iterdir())
+    before = _memory_names(populated)
     async with connect(server) as client:
         for text in ["", "   ", " \n\t  ", "\u3000\u00a0"]:
             for evergreen in (False, True):
@@ -450,13 +458,13 @@ async def test_store_empty_text_is_error(server, populated):
                 assert result.is_error, repr(text)
                 assert "empty" in text_of(result), text_of(result)
         await assert_still_serving(client)
-    assert sorted(p.name for p in (populated / "memory").iterdir()) == before
+    assert _memory_names(populated) == before
     assert (populated / "MEMORY.md").read_text(encoding="utf-8") == MEMORY_MD
 
 
 @pytest.mark.anyio
 async def test_store_rejects_bad_category_and_oversized_text(server, populated):
-    before = sorted(p.name for p in (populated / "memory").iterdir())
+    before = _memory_names(populated)
     async with connect(server) as client:
         bad_category = await client.call_tool("memory_store", {"text": "The user likes tea.",
                                                                "category": "x] - [injected"})
@@ -466,7 +474,7 @@ async def test_store_rejects_bad_category_and_oversized_text(server, populated):
     assert bad_category.is_error and "category" in text_of(bad_category)
     assert too_long.is_error and "at most 4000" in text_of(too_long)
     assert upper.structured_content["text"] == "- [preference] The user likes green tea."
-    assert sorted(p.name for p in (populated / "memory").iterdir()) == sorted([*before, today_file(populated).name])
+    assert _memory_names(populated) == sorted([*before, today_file(populated).name])
     assert lines_of(today_file(populated)).count("- [preference] The user likes green tea.") == 1
     assert "injected" not in today_file(populated).read_text(encoding="utf-8")
 

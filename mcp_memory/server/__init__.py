@@ -8,6 +8,7 @@ thread-safe for concurrent searches and serialises edits.
 * ``models.py``: the tools' result models (their output schemas);
 * ``auth.py``: tokens, scopes, and what a caller may do or see;
 * ``events.py``: change notifications for memory files;
+* ``sessions.py``: the tool calls of each session, written as an episode when it ends;
 * ``context.py``: ``ServerContext``, the state they share;
 * ``serve.py``: ``mcp-memory serve`` (tokens, host checks, the hook bridge, the transport).
 
@@ -29,6 +30,7 @@ from mcp_memory.server.events import ChangeNotifier, FileEventBus
 from mcp_memory.server.graph_tools import register_graph_tools
 from mcp_memory.server.prompts import register_prompts
 from mcp_memory.server.resources import file_uri, register_resources
+from mcp_memory.server.sessions import SessionTracker
 from mcp_memory.server.tools import register_tools
 from mcp_memory.server.utility_tools import register_utility_tools
 from mcp_memory.service import MemoryService
@@ -66,8 +68,12 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
     bus = FileEventBus(lambda: may_see_private(None, shared),
                        PrivacyRules.from_settings(settings.privacy.private_paths).is_private)
     notifier = ChangeNotifier(bus)
-    server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=notifier.lifespan,
-                       subscriptions=bus, **auth_options(token, read_only_tokens, shared_tokens, public_url))
+    # Episodes: a middleware observes tool calls; the lifespan's end writes the open sessions.
+    tracker = SessionTracker(lambda episode: service.memory().record_episode(episode), settings.episodes.idle_minutes)
+    lifespan = tracker.wrap_lifespan(notifier.lifespan) if settings.episodes.enabled else notifier.lifespan
+    server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
+                       subscriptions=bus, middleware=[tracker] if settings.episodes.enabled else None,
+                       **auth_options(token, read_only_tokens, shared_tokens, public_url))
     service.on_change(notifier.notify_changed)
     app = ServerContext(settings=settings, service=service, shared=shared, notify_changed=notifier.notify_changed)
     register_tools(server, app)

@@ -1,0 +1,626 @@
+"""Episodes: one markdown record per working session, under ``memory/episodes/``.
+
+An episode says when a session ran, from which client, which tools it used and how often,
+which memories it recalled and stored (citations only, never their text), the decisions it
+recorded and the errors it met (and how they were fixed, when that shows). Two observers
+write them: the MCP server (the tool calls it served, see ``server/sessions.py``) and the
+client hooks at the end of a session (the transcript, see ``episode_from_transcript``).
+
+Both may see the same session, so recording merges (``EpisodeLog.record``):
+
+* a record carrying the client's session key joins the episode with that key;
+* otherwise a record joins an episode of the same client whose time window overlaps its own,
+  or leaves a gap of at most ``MERGE_SLACK`` (2 minutes) to it, as long as the two do not carry
+  different session keys; among several, the one overlapping most (then the latest ending).
+
+Tool counts are kept per source (``server``, ``transcript``). Within one source, a record seen
+again (the same record id: a hook that runs twice) keeps the larger count per tool, and a new
+record (a server session resumed after an idle flush) adds its counts. Across sources the
+episode shows the larger count per tool: the server and the transcript observe the same calls.
+Memories, decisions and errors are unions; start is the earliest start, end the latest end.
+
+Everything written passes the secret and injection filters: secrets are redacted, lines that
+read as instructions to a model are dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_memory.errors import MemoryInputError
+
+if TYPE_CHECKING:  # the server imports this module before the index is open
+    from mcp_memory.edits import Editor
+    from mcp_memory.engine import Engine
+    from mcp_memory.reading import Reader
+
+EPISODES_DIR = "memory/episodes"
+MERGE_SLACK = dt.timedelta(minutes=2)
+MAX_TEXT = 300  # characters of one decision, error or fix
+MAX_ITEMS = 200  # entries per list in one episode
+MAX_TRANSCRIPT_LINE = 4 * 1024 * 1024
+SERVER, TRANSCRIPT = "server", "transcript"
+# Tool calls that only look (not real work): a session of nothing but these writes no episode.
+NOT_WORK = frozenset({"memory_status", "memory_episodes"})
+
+_CITATION = re.compile(r"^(\S(?:.*\S)?\.md#L\d+(?:-L\d+)?)$")
+_RECALL_ITEM = re.compile(r'<memory source="([^"]+)"(?: id="([^"]*)")?')
+_FIX_WORDS = re.compile(r"\b(fix(?:ed|es)?|the (?:problem|issue|error|cause) (?:was|is)|resolved|solved|works now|"
+                        r"now works|was caused by|because)\b", re.IGNORECASE)
+_MCP_PREFIX = re.compile(r"^mcp__[^_]+(?:_[^_]+)*?__")
+
+
+def is_real_work(tool: str) -> bool:
+    """Whether a call of ``tool`` counts as work: anything but status and listing tools."""
+    name = normal_tool(tool)
+    return not (name in NOT_WORK or name.endswith("_status") or name.startswith("list_") or name.endswith("_list"))
+
+
+def normal_tool(name: str) -> str:
+    """A tool's name as the server knows it: ``mcp__memory__memory_search`` is ``memory_search``."""
+    name = _MCP_PREFIX.sub("", name)
+    return re.sub(r"[^\w.:-]", "_", name)[:80] or "unknown"
+
+
+def normal_client(name: str) -> str:
+    """A client's name as episodes compare it: lower case, words joined by '-' ("Claude Code" = claude-code)."""
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")[:60] or "unknown"
+
+
+@dataclass(frozen=True)
+class MemoryRef:
+    """A memory an episode recalled or stored: its citation and, when known, its id."""
+
+    citation: str
+    id: str = ""
+
+
+@dataclass
+class EpisodeError:
+    tool: str
+    message: str
+    fix: str = ""  # how it was fixed, when that showed ("" if it did not)
+
+
+@dataclass
+class Episode:
+    """One session as recorded; ``path`` is set once it is written."""
+
+    start: dt.datetime
+    end: dt.datetime
+    client: str
+    session_key: str = ""  # the client's own id of the session ("" when the observer does not know it)
+    records: dict[str, str] = field(default_factory=dict)  # record id -> source
+    tools: dict[str, dict[str, int]] = field(default_factory=dict)  # source -> tool -> calls
+    recalled: list[MemoryRef] = field(default_factory=list)
+    stored: list[MemoryRef] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    errors: list[EpisodeError] = field(default_factory=list)
+    notes: str = ""  # sections written by hand, kept as they are
+    path: str = ""
+
+    @classmethod
+    def observed(cls, source: str, client: str, start: dt.datetime, session_key: str = "",
+                 record_id: str | None = None) -> Episode:
+        """An empty record of one observer (``server`` or ``transcript``), to fill in."""
+        rid = record_id or f"{source}:{uuid.uuid4().hex[:8]}"
+        return cls(start=start, end=start, client=client, session_key=session_key, records={rid: source},
+                   tools={source: {}})
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L1-L{render(self).count(chr(10))}" if self.path else ""
+
+    def tool_counts(self) -> dict[str, int]:
+        """Calls per tool: the larger count of the sources (they observe the same calls)."""
+        counts: dict[str, int] = {}
+        for per_tool in self.tools.values():
+            for tool, n in per_tool.items():
+                counts[tool] = max(counts.get(tool, 0), n)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    def has_work(self) -> bool:
+        return any(is_real_work(tool) for tool in self.tool_counts())
+
+    def count_tool(self, source: str, tool: str) -> None:
+        per_tool = self.tools.setdefault(source, {})
+        name = normal_tool(tool)
+        per_tool[name] = per_tool.get(name, 0) + 1
+
+    def add_recalled(self, ref: MemoryRef) -> None:
+        _add_ref(self.recalled, ref)
+
+    def add_stored(self, ref: MemoryRef) -> None:
+        _add_ref(self.stored, ref)
+
+    def add_decision(self, text: str) -> None:
+        clean = safe_text(re.sub(r"^\s*-?\s*\[decision\]\s*", "", text, flags=re.IGNORECASE))
+        if clean and _key(clean) not in {_key(d) for d in self.decisions} and len(self.decisions) < MAX_ITEMS:
+            self.decisions.append(clean)
+
+    def add_error(self, tool: str, message: str) -> None:
+        text = safe_text(message.strip().split("\n")[0] if message.strip() else "error") or "error (withheld)"
+        if len(self.errors) < MAX_ITEMS:
+            self.errors.append(EpisodeError(normal_tool(tool), text))
+
+    def mark_fixed(self, tool: str | None, how: str) -> None:
+        """Note how the open errors of ``tool`` (every open error when None) were fixed."""
+        fix = safe_text(how)
+        if not fix:
+            return
+        for error in self.errors:
+            if not error.fix and (tool is None or error.tool == normal_tool(tool)):
+                error.fix = fix
+
+    def see(self, when: dt.datetime) -> None:
+        self.start, self.end = min(self.start, when), max(self.end, when)
+
+    def merge(self, other: Episode) -> None:
+        """Fold ``other`` (a newer record of the same session) into this episode (rules: module docstring)."""
+        repeat = bool(other.records) and all(rid in self.records for rid in other.records)
+        for source, per_tool in other.tools.items():
+            mine = self.tools.setdefault(source, {})
+            for tool, n in per_tool.items():
+                mine[tool] = max(mine.get(tool, 0), n) if repeat else mine.get(tool, 0) + n
+        self.records.update(other.records)
+        self.start, self.end = min(self.start, other.start), max(self.end, other.end)
+        self.session_key = self.session_key or other.session_key
+        for ref in other.recalled:
+            self.add_recalled(ref)
+        for ref in other.stored:
+            self.add_stored(ref)
+        for decision in other.decisions:
+            self.add_decision(decision)
+        self._merge_errors(other.errors)
+
+    def _merge_errors(self, errors: list[EpisodeError]) -> None:
+        known = {(e.tool, _key(e.message)): e for e in self.errors}
+        for error in errors:
+            same = known.get((error.tool, _key(error.message)))
+            if same is None and len(self.errors) < MAX_ITEMS:
+                self.errors.append(EpisodeError(error.tool, error.message, error.fix))
+            elif same is not None and error.fix and not same.fix:
+                same.fix = error.fix
+
+    def summary(self) -> dict[str, Any]:
+        """The fields ``memory_episodes`` lists."""
+        return {"citation": self.citation, "path": self.path, "start": _iso(self.start), "end": _iso(self.end),
+                "client": self.client, "session_key": self.session_key, "tools": self.tool_counts(),
+                "recalled": len(self.recalled), "stored": len(self.stored), "decisions": list(self.decisions),
+                "errors": len(self.errors)}
+
+
+def _add_ref(refs: list[MemoryRef], ref: MemoryRef) -> None:
+    citation = " ".join(ref.citation.split())
+    if not _CITATION.match(citation) or len(refs) >= MAX_ITEMS:
+        return
+    ref_id = ref.id if re.fullmatch(r"[\w-]{1,64}", ref.id or "") else ""
+    for i, known in enumerate(refs):
+        if known.citation == citation:
+            if ref_id and not known.id:
+                refs[i] = MemoryRef(citation, ref_id)
+            return
+    refs.append(MemoryRef(citation, ref_id))
+
+
+def _key(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def safe_text(text: str) -> str:
+    """``text`` as one line fit for a memory file: cleaned, secrets redacted; "" if it reads as instructions."""
+    from mcp_memory.safety import clean_memory_text, looks_like_injection, normalise_for_filters, redact_secrets
+
+    flat = " ".join(clean_memory_text(str(text)).split())
+    if not flat:
+        return ""
+    flat = redact_secrets(flat)
+    if looks_like_injection(normalise_for_filters(flat)):
+        return ""
+    if len(flat) > MAX_TEXT:
+        flat = flat[: MAX_TEXT - 1].rstrip() + "…"
+    return flat.lstrip("#>").strip()
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    """An ISO timestamp (``Z`` or an offset; naive means UTC) as an aware datetime; None if unreadable."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+# ----- markdown ---------------------------------------------------------------------------------
+_SECTIONS = ("Tools used", "Memories recalled", "Memories stored", "Decisions", "Errors")
+
+
+def render(episode: Episode) -> str:
+    """The episode as markdown: a heading, the facts, then one section per kind of entry."""
+    start, end = episode.start.astimezone(dt.UTC), episode.end.astimezone(dt.UTC)
+    lines = [f"# Episode {start:%Y-%m-%d %H:%M}–{end:%H:%M} UTC ({episode.client})", "",
+             f"- Start: {_iso(episode.start)}", f"- End: {_iso(episode.end)}", f"- Client: {episode.client}"]
+    if episode.session_key:
+        lines.append(f"- Session: {episode.session_key}")
+    lines.append("- Records: " + ", ".join(f"{rid}" for rid in sorted(episode.records)))
+    lines += ["", "## Tools used"]
+    for tool, n in episode.tool_counts().items():
+        by_source = ", ".join(f"{src} {per[tool]}" for src, per in sorted(episode.tools.items()) if tool in per)
+        lines.append(f"- {tool}: {n} ({by_source})")
+    for title, refs in (("Memories recalled", episode.recalled), ("Memories stored", episode.stored)):
+        lines += ["", f"## {title}"]
+        lines += [f"- {r.citation}" + (f" (id {r.id})" if r.id else "") for r in refs] or ["- none"]
+    lines += ["", "## Decisions"] + ([f"- {d}" for d in episode.decisions] or ["- none"])
+    lines += ["", "## Errors"]
+    for error in episode.errors:
+        lines.append(f"- {error.tool}: {error.message}")
+        lines.append(f"  - fixed: {error.fix}" if error.fix else "  - not fixed in this session")
+    if not episode.errors:
+        lines.append("- none")
+    text = "\n".join(lines) + "\n"
+    return text + ("\n" + episode.notes.strip("\n") + "\n" if episode.notes.strip() else "")
+
+
+def parse(text: str, path: str = "") -> Episode | None:
+    """An episode file read back (None if it is not one); sections it does not know are kept as notes."""
+    head, sections, notes = _split(text)
+    start, end = parse_time(head.get("start")), parse_time(head.get("end"))
+    if start is None or end is None:
+        return None
+    records = {}
+    for rid in (head.get("records") or "").split(","):
+        rid = rid.strip()
+        if re.fullmatch(r"(server|transcript):[\w.:-]{1,100}", rid):
+            records[rid] = rid.split(":", 1)[0]
+    episode = Episode(start=start, end=end, client=normal_client(head.get("client") or "unknown"),
+                      session_key=_clean_key(head.get("session") or ""), records=records, notes=notes, path=path)
+    _parse_tools(episode, sections.get("Tools used", []))
+    for line in sections.get("Memories recalled", []):
+        _parse_ref(line, episode.add_recalled)
+    for line in sections.get("Memories stored", []):
+        _parse_ref(line, episode.add_stored)
+    for line in sections.get("Decisions", []):
+        if line.startswith("- ") and line != "- none":
+            episode.add_decision(line[2:])
+    _parse_errors(episode, sections.get("Errors", []))
+    return episode
+
+
+def _split(text: str) -> tuple[dict[str, str], dict[str, list[str]], str]:
+    head: dict[str, str] = {}
+    sections: dict[str, list[str]] = {}
+    notes: list[str] = []
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            title = line[3:].strip()
+            current = sections.setdefault(title, []) if title in _SECTIONS else notes
+            if current is notes:
+                notes.append(line)
+            continue
+        if current is None:
+            match = re.match(r"^- (\w+): (.*)$", line)
+            if match:
+                head[match.group(1).lower()] = match.group(2).strip()
+        elif line.strip() or current is notes:
+            current.append(line.rstrip())
+    return head, sections, "\n".join(notes).strip("\n")
+
+
+def _parse_tools(episode: Episode, lines: list[str]) -> None:
+    for line in lines:
+        match = re.match(r"^- ([\w.:-]+): (\d+)(?: \((.*)\))?$", line)
+        if not match:
+            continue
+        tool = match.group(1)
+        for part in (match.group(3) or "").split(","):
+            bits = part.split()
+            if len(bits) == 2 and bits[0] in (SERVER, TRANSCRIPT) and bits[1].isdigit():
+                episode.tools.setdefault(bits[0], {})[tool] = int(bits[1])
+        if not any(tool in per for per in episode.tools.values()):
+            episode.tools.setdefault("hand", {})[tool] = int(match.group(2))
+
+
+def _parse_ref(line: str, add: Any) -> None:
+    match = re.match(r"^- (.+?)(?: \(id ([\w-]+)\))?$", line)
+    if match and line != "- none":
+        add(MemoryRef(match.group(1), match.group(2) or ""))
+
+
+def _parse_errors(episode: Episode, lines: list[str]) -> None:
+    for line in lines:
+        fixed = re.match(r"^\s+- fixed: (.*)$", line)
+        if fixed and episode.errors:
+            episode.errors[-1].fix = safe_text(fixed.group(1))
+            continue
+        match = re.match(r"^- ([\w.:-]+): (.*)$", line)
+        if match and safe_text(match.group(2)):
+            episode.errors.append(EpisodeError(match.group(1), safe_text(match.group(2))))
+
+
+def _clean_key(key: str) -> str:
+    return re.sub(r"[^\w.:-]", "", key)[:100]
+
+
+# ----- results of memory tools: what they recalled, stored and decided ---------------------------
+def note_tool_result(episode: Episode, data: Any) -> None:
+    """Record the memories and decisions in one memory tool's structured result (any other is ignored)."""
+    if not isinstance(data, dict):
+        return
+    for hit in data.get("results") or []:
+        if isinstance(hit, dict) and isinstance(hit.get("citation"), str):
+            episode.add_recalled(MemoryRef(hit["citation"], str(hit.get("id") or "")))
+    context = data.get("context")
+    if isinstance(context, str):
+        note_recall_block(episode, context)
+    for line in data.get("captured") or []:
+        if isinstance(line, dict) and isinstance(line.get("citation"), str):
+            episode.add_stored(MemoryRef(line["citation"], str(line.get("id") or "")))
+            _note_decision(episode, line.get("text"))
+    if data.get("stored") is True and isinstance(data.get("citation"), str):
+        episode.add_stored(MemoryRef(data["citation"], str(data.get("id") or "")))
+        _note_decision(episode, data.get("text"))
+
+
+def note_recall_block(episode: Episode, text: str) -> None:
+    """The memories of ``<relevant-memories>`` blocks in ``text`` (citations and ids only)."""
+    if "<relevant-memories>" not in text:
+        return
+    for source, memory_id in _RECALL_ITEM.findall(text):
+        episode.add_recalled(MemoryRef(html.unescape(source), html.unescape(memory_id or "")))
+
+
+def _note_decision(episode: Episode, text: Any) -> None:
+    if isinstance(text, str) and "[decision]" in text.lower():
+        episode.add_decision(text)
+
+
+# ----- Claude Code transcripts --------------------------------------------------------------------
+def episode_from_transcript(path: str | Path, session_key: str = "", client: str = "claude-code",
+                            decisions: list[str] | None = None) -> Episode | None:
+    """The episode a Claude Code JSONL transcript shows; None when it holds no timestamped record.
+
+    Tool calls come from ``tool_use`` blocks, errors from ``tool_result`` blocks with
+    ``is_error``; an error counts as fixed when a later call of the same tool succeeds, or
+    when the next assistant text explains a fix. Sub-agent (sidechain) records are left out.
+    """
+    reader = _TranscriptReader(Episode.observed(TRANSCRIPT, normal_client(client), dt.datetime.now(dt.UTC),
+                                                _clean_key(session_key),
+                                                f"{TRANSCRIPT}:{_clean_key(session_key) or uuid.uuid4().hex[:8]}"))
+    seen = False
+    for record in _records(Path(path)):
+        seen = reader.read(record) or seen
+    if not seen:
+        return None
+    for decision in decisions or []:
+        reader.episode.add_decision(decision)
+    return reader.episode
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw.decode("utf-8", "replace"))
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and not record.get("isSidechain"):
+                    yield record
+    except OSError as exc:
+        raise MemoryInputError(f"cannot read transcript {path}: {exc.strerror or exc}") from None
+
+
+class _TranscriptReader:
+    """Walks a transcript's records in order, filling one episode."""
+
+    def __init__(self, episode: Episode):
+        self.episode = episode
+        self.tool_of: dict[str, str] = {}  # tool_use id -> tool name
+        self.pending: dict[str, dict[str, Any]] = {}  # tool_use id -> input (decisions wait for success)
+        self.first = True
+        self.error_open = False
+
+    def read(self, record: dict[str, Any]) -> bool:
+        """Read one record; True when it carried a timestamp."""
+        when = parse_time(record.get("timestamp"))
+        if when is not None:
+            if self.first:
+                self.episode.start = self.episode.end = when
+                self.first = False
+            self.episode.see(when)
+        for text in _strings(record, depth=0):
+            note_recall_block(self.episode, text)
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and not record.get("isMeta"):
+            for block in content:
+                if isinstance(block, dict):
+                    self._block(block, record.get("type"))
+        return when is not None
+
+    def _block(self, block: dict[str, Any], kind: Any) -> None:
+        btype = block.get("type")
+        if btype == "tool_use" and isinstance(block.get("name"), str):
+            name = block["name"]
+            self.episode.count_tool(TRANSCRIPT, name)
+            self.tool_of[str(block.get("id"))] = name
+            if isinstance(block.get("input"), dict):
+                self.pending[str(block.get("id"))] = block["input"]
+        elif btype == "tool_result":
+            self._result(block)
+        elif btype == "text" and kind == "assistant" and self.error_open and isinstance(block.get("text"), str):
+            explanation = _fix_sentence(block["text"])
+            if explanation:
+                self.episode.mark_fixed(None, explanation)
+                self.error_open = False
+
+    def _result(self, block: dict[str, Any]) -> None:
+        use_id = str(block.get("tool_use_id"))
+        tool = self.tool_of.get(use_id, "unknown")
+        text = _content_text(block.get("content"))
+        if block.get("is_error"):
+            self.episode.add_error(tool, text)
+            self.error_open = True
+            return
+        self.episode.mark_fixed(tool, f"a later {normal_tool(tool)} call succeeded")
+        self.error_open = any(not e.fix for e in self.episode.errors)
+        stored = self.pending.pop(use_id, None)
+        if normal_tool(tool) == "memory_store" and stored and str(stored.get("category", "")).lower() == "decision":
+            self.episode.add_decision(str(stored.get("text") or ""))
+        try:
+            note_tool_result(self.episode, json.loads(text))
+        except (json.JSONDecodeError, RecursionError):
+            pass
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _strings(value: Any, depth: int) -> Iterator[str]:
+    """Every string inside a record (bounded depth): recall blocks hide in messages and attachments."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 6 and isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif depth < 6 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+def _fix_sentence(text: str) -> str:
+    """The first sentence of an assistant message that explains a fix, or ""."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        if _FIX_WORDS.search(sentence):
+            return sentence.strip()
+    return ""
+
+
+# ----- the log of episodes --------------------------------------------------------------------------
+class EpisodeLog:
+    """Writes episodes (merging records of one session) and lists them as a caller may see them."""
+
+    def __init__(self, engine: Engine, reader: Reader, editor: Editor):
+        self.engine = engine
+        self.reader = reader
+        self.editor = editor
+
+    def record(self, episode: Episode) -> Episode:
+        """Write ``episode``, merged into the episode of the same session if there is one; returns what was written."""
+        self.engine.open()
+        workspace = self.engine.workspace
+        with self.editor.lock, workspace.locked():
+            existing = self._load(include_private=True)
+            target = match(existing, episode)
+            if target is not None:
+                target.merge(episode)
+                episode = target
+            else:
+                episode.path = _new_path(episode, {e.path for e in existing})
+            workspace.write_file(episode.path, render(episode))
+            self.editor.sync_edited(episode.path)
+        self.editor.embed_edited(episode.path)
+        return episode
+
+    def find(self, query: str | None = None, after: str | None = None, before: str | None = None,
+             max_results: int = 20, include_private: bool = True) -> list[Episode]:
+        """Episodes newest first; dates bound them; ``query`` keeps those a search of ``memory/episodes/``
+        finds relevant in absolute terms (the recall gate: keyword coverage or similarity floor)."""
+        first, last = _day(after, "after"), _day(before, "before")
+        if first and last and first > last:
+            raise MemoryInputError(f"after ({first}) is later than before ({last})")
+        if max_results < 1:
+            raise MemoryInputError("max_results must be at least 1")
+        episodes = self._load(include_private)
+        if first:
+            episodes = [e for e in episodes if e.end.astimezone(dt.UTC).date() >= first]
+        if last:
+            episodes = [e for e in episodes if e.start.astimezone(dt.UTC).date() <= last]
+        if query is not None and query.strip():
+            from mcp_memory.recall import is_relevant
+            from mcp_memory.requests import SearchRequest
+
+            hits = self.engine.search(SearchRequest(query, max_results=200, min_score=0.0,
+                                                    path_prefix=EPISODES_DIR + "/", include_private=include_private))
+            floor = self.engine.relevance_floor()
+            found = {h.path for h in hits if is_relevant(h, floor)}
+            episodes = [e for e in episodes if e.path in found]
+        episodes.sort(key=lambda e: e.start, reverse=True)
+        return episodes[:max_results]
+
+    def _load(self, include_private: bool) -> list[Episode]:
+        out = []
+        for info in self.reader.list_files(include_private):
+            if not info.path.startswith(EPISODES_DIR + "/"):
+                continue
+            try:
+                text = self.reader.get(info.path, include_private=include_private).text
+            except (ValueError, OSError):
+                continue
+            episode = parse(text, info.path)
+            if episode is not None:
+                out.append(episode)
+        return out
+
+
+def match(existing: list[Episode], new: Episode) -> Episode | None:
+    """The episode ``new`` belongs to (rules: module docstring), or None."""
+    if new.session_key:
+        for episode in existing:
+            if episode.session_key == new.session_key:
+                return episode
+    client = normal_client(new.client)
+    candidates = [e for e in existing if normal_client(e.client) == client
+                  and (not e.session_key or not new.session_key) and _overlap(e, new) is not None]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda e: (_overlap(e, new) or -MERGE_SLACK, e.end))
+
+
+def _overlap(a: Episode, b: Episode) -> dt.timedelta | None:
+    """How long the two windows overlap (negative: the gap between them); None when the gap exceeds ``MERGE_SLACK``."""
+    amount = min(a.end, b.end) - max(a.start, b.start)
+    return amount if amount >= -MERGE_SLACK else None
+
+
+def _new_path(episode: Episode, taken: set[str]) -> str:
+    day = episode.start.astimezone(dt.UTC).date().isoformat()
+    short = re.sub(r"[^a-z0-9]", "", (episode.session_key or next(iter(episode.records), "")).lower())
+    short = short.removeprefix(SERVER).removeprefix(TRANSCRIPT)[:8] or uuid.uuid4().hex[:8]
+    path, n = f"{EPISODES_DIR}/{day}-{short}.md", 2
+    while path in taken:
+        path, n = f"{EPISODES_DIR}/{day}-{short}-{n}.md", n + 1
+    return path
+
+
+def _day(value: str | None, name: str) -> dt.date | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        raise MemoryInputError(f"{name} must be a date like 2026-11-26 (YYYY-MM-DD), got {value!r}")
+    try:
+        return dt.date.fromisoformat(value.strip())
+    except ValueError:
+        raise MemoryInputError(f"{name} is not a real date: {value!r}") from None
