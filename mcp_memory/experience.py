@@ -34,6 +34,7 @@ from mcp_memory.analysis import keyword_tokens, query_tokens
 from mcp_memory.edits import Editor
 from mcp_memory.engine import Engine
 from mcp_memory.errors import MemoryInputError, PathError
+from mcp_memory.opposites import opposed
 from mcp_memory.reading import Reader
 from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection
 from mcp_memory.similarity import Similarity
@@ -340,6 +341,8 @@ class ExperienceGraph:
         embedded = self.engine.embedder is not None
         causes = self._scores(draft.cause, [c.cause for c in chains])
         actions = self._scores(draft.action, [c.action for c in chains])
+        # An action and its reversal embed close together ("added X" / "removed X"): never the same chain.
+        actions = [0.0 if opposed(draft.action, c.action) else score for c, score in zip(chains, actions, strict=True)]
         return best_duplicate(causes, actions, DUPLICATE_THRESHOLD if embedded else KEYWORD_DUPLICATE_THRESHOLD)
 
     def _scores(self, text: str, others: list[str]) -> list[float]:

@@ -100,6 +100,10 @@ async def test_cross_language_paraphrase_updates_the_chain(workspace, settings):
             first = await call(client, "memory_graph_add", **NGINX)
             second = await call(client, "memory_graph_add", **NGINX_ZH)
             near = await call(client, "memory_graph_add", **RESTART)
+            reversed_en = await call(client, "memory_graph_add", **{**NGINX, "action": "removed proxy_pass from the "
+                                                                                     "upstream block"})
+            reversed_zh = await call(client, "memory_graph_add", **{**NGINX_ZH, "action": "在 upstream 配置里删除了 "
+                                                                                          "proxy_pass"})
     finally:
         close_server(service)
     assert first["status"] == "added"
@@ -107,7 +111,10 @@ async def test_cross_language_paraphrase_updates_the_chain(workspace, settings):
     assert second["chain"]["count"] == 2 and second["chain"]["outcomes"] == {"success": 1, "partial": 1}
     assert second["chain"]["effect"] == "API 恢复访问" and second["chain"]["outcome"] == "partial"
     assert near["status"] == "added"  # same cause, another action: not a duplicate
-    assert [e.count for e in entries(workspace)] == [2, 1]
+    # The reversal of an action is another action, in either language (embeddings put them close).
+    assert reversed_en["status"] == "added"
+    assert reversed_zh["status"] == "updated" and reversed_zh["chain"]["id"] == reversed_en["chain"]["id"]
+    assert [e.count for e in entries(workspace)] == [2, 1, 2]
 
 
 @pytest.mark.anyio
