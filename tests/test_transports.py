@@ -100,7 +100,9 @@ def assert_files_listing(result) -> None:
     (content,) = result.contents
     assert content.uri == "memory://files"
     files = {f["path"] for f in json.loads(content.text)}
-    assert files == {"MEMORY.md", "memory/2026-11-20.md", "memory/projects/database.md"}
+    # An earlier connection to the same server that did work has left its episode.
+    notes = {path for path in files if not path.startswith("memory/episodes/")}
+    assert notes == {"MEMORY.md", "memory/2026-11-20.md", "memory/projects/database.md"}
 
 
 async def roundtrip(client: Client, *, prompt: bool = True) -> None:
