@@ -48,12 +48,14 @@ async def test_read_only_token_searches_but_cannot_edit(two_token_server):
                        ("memory_forget", {"query": "pnpm", "confirm": True}),
                        ("memory_capture", {"messages": [{"role": "user", "content": "Remember that I like tea."}]}),
                        ("reward_memory_utility", {"memory_id": "m-000000000000"}),
-                       ("penalize_memory_utility", {"memory_id": "m-000000000000"})]:
+                       ("penalize_memory_utility", {"memory_id": "m-000000000000"}),
+                       ("memory_graph_add", {"cause": "disk full", "action": "pruned old images",
+                                             "effect": "space freed", "outcome": "success"})]:
         result = await _call(two_token_server, READ_ONLY, tool, args)
         assert result.is_error, tool
         assert "read-only" in result.content[0].text
     assert {p: p.read_bytes() for p in ws.rglob("*.md")} == before  # nothing written
-    assert not (ws / "memory" / "utility.jsonl").exists()
+    assert not (ws / "memory" / "utility.jsonl").exists() and not (ws / "memory" / "experience.md").exists()
 
     stored = await _call(two_token_server, FULL, "memory_store", {"text": "The user likes oolong tea."})
     assert not stored.is_error and stored.structured_content["stored"]

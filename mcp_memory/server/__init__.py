@@ -48,6 +48,11 @@ friend who...", "what happened before/after X", one thing found through another)
 - Every hit and recalled memory has an id. When a memory helped you answer correctly, call \
 reward_memory_utility with its id; when one was wrong, outdated or misleading, call penalize_memory_utility. \
 Rewarded memories rank higher next time, penalized ones lower. memory_get also reads a memory by its id.
+- Before a major action (a deploy, a migration, a fix you are unsure of), call memory_graph_query to see what \
+worked or failed in similar situations; after completing a meaningful action or fix, log it with memory_graph_add \
+(cause, action, effect, outcome). memory_graph_summary gives a digest at the start of a session; actions listed \
+under "avoid" failed before.
+- memory_episodes lists past sessions (tools used, memories recalled and stored, decisions, errors and fixes).
 - When the user states a durable fact, preference or decision, save it with memory_store (one fact per call), \
 or pass the latest messages to memory_capture, which extracts, filters and deduplicates them.
 - A <relevant-memories> block in the conversation was injected by recall: never store or capture it again.

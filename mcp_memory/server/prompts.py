@@ -27,7 +27,8 @@ call memory_store for each durable fact, preference or decision from this sessio
 
 FEEDBACK_NOTE = (
     "(After answering: reward_memory_utility with the id of a memory that helped, penalize_memory_utility "
-    "with the id of one that was wrong or misleading.)"
+    "with the id of one that was wrong or misleading. Before a major action check memory_graph_query; "
+    "after one, log it with memory_graph_add.)"
 )
 
 
