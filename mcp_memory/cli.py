@@ -201,6 +201,33 @@ def _cmd_utility(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sleep(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        report = memory.sleep_cycle(dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    if report.skipped:
+        print(f"sleep cycle skipped: {report.skipped}", file=sys.stderr)
+        return 0
+    would = "would mark" if report.dry_run else "marked"
+    for r in report.retired:
+        relation = "superseded by" if r.kind == "superseded" else "duplicate of"
+        print(f"{would} {r.item.citation} {relation} {r.by.citation}: {r.item.text.strip()}")
+    for move in report.chains_moved:
+        print(f"{'would move' if report.dry_run else 'moved'} chain {move.chain.id} to the archive: {move.reason}")
+    if not report.dry_run:
+        decayed = report.utility.changed if report.utility else 0
+        print(f"utility decayed for {decayed} memories; dropped {report.ledger_rows} ledger rows and "
+              f"{report.log_lines} log lines; index compacted: {'yes' if report.compacted else 'no'}")
+        print(f"note for the next session: {settings.index_dir / 'sleep-note.md'}")
+    elif not report.retired and not report.chains_moved:
+        print("nothing to consolidate")
+    return 0
+
+
 def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.memory import Memory
 
@@ -389,6 +416,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_capture_commands(sub, common)
     _add_status_command(sub, common)
     _add_utility_command(sub, common)
+    _add_sleep_command(sub, common)
     return parser
 
 
@@ -504,6 +532,14 @@ def _add_utility_command(sub: _Commands, common: argparse.ArgumentParser) -> Non
     p.add_argument("--amount", type=float, default=0.2, help="reward or penalty, in (0, 1] (default 0.2)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_utility)
+
+
+def _add_sleep_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("sleep", parents=[common],
+                       help="consolidate memories, decay utility, tidy the graph and logs, note for the next session")
+    p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_sleep)
 
 
 def _add_status_command(sub: _Commands, common: argparse.ArgumentParser) -> None:

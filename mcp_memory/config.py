@@ -138,6 +138,17 @@ class EpisodeSettings:
 
 
 @dataclass
+class SleepSettings:
+    # The sleep cycle (`mcp-memory sleep`): consolidation, utility decay, graph upkeep, log
+    # truncation, index compaction and a note for the next session. `serve` runs it every
+    # interval_hours (0: never), when no request came for quiet_minutes.
+    interval_hours: float = 24.0
+    quiet_minutes: float = 5.0
+    log_days: int = 30  # hooks.log lines and ledger rows older than this are dropped
+    stale_chain_days: int = 180  # a chain seen once and not since is archived
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -158,6 +169,7 @@ class Settings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     utility: UtilitySettings = field(default_factory=UtilitySettings)
+    sleep: SleepSettings = field(default_factory=SleepSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
@@ -193,7 +205,7 @@ def default_workspace() -> Path:
 
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
-    "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
+    "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings, "sleep": SleepSettings,
     "privacy": PrivacySettings, "episodes": EpisodeSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
@@ -360,6 +372,9 @@ def _validate(s: Settings) -> None:
     if s.rerank.timeout <= 0 or s.rerank.retries < 0 or not 1 <= s.rerank.candidates <= 200:
         raise ConfigError("rerank.timeout must be positive, rerank.retries not negative and "
                           "rerank.candidates between 1 and 200")
+    if s.sleep.interval_hours < 0 or s.sleep.quiet_minutes < 0 or s.sleep.log_days < 1 or s.sleep.stale_chain_days < 1:
+        raise ConfigError("sleep.interval_hours and sleep.quiet_minutes must not be negative, sleep.log_days and "
+                          "sleep.stale_chain_days at least 1")
     if not 0 <= s.utility.weight <= 1 or s.utility.half_life_days <= 0:
         raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
     if not s.episodes.idle_minutes > 0:

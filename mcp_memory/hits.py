@@ -30,6 +30,8 @@ class SearchHit:
     # The memory (bullet or paragraph) holding the hit's best line: stable across re-indexing;
     # what reward, penalize and memory_get take. "" when the cited lines hold no memory.
     id: str = ""
+    # The id of the memory that supersedes or duplicates this one (marked by the sleep cycle); "" when current.
+    replaced_by: str = ""
     hop: int | None = None  # deep search: 1 = found by the query, 2 = by concepts of the first hits
     concepts: tuple[str, ...] = ()  # deep search: the concepts whose search found this hit
 

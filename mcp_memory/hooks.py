@@ -263,13 +263,16 @@ def _hit_from_wire(item: Any) -> SearchHit:
         date = dt.date.fromisoformat(_wire_text(item, "date"))
     similarity = item.get("vector_similarity")
     named = item.get("id", "")
-    if named != "" and not (isinstance(named, str) and is_memory_id(named)):
-        raise InvalidReply("a memory's id is not a memory id")
+    replaced = item.get("replaced_by", "")
+    for value in (named, replaced):
+        if value != "" and not (isinstance(value, str) and is_memory_id(value)):
+            raise InvalidReply("a memory's id is not a memory id")
     return SearchHit(
         path=_wire_text(item, "path", empty=False), start_line=start, end_line=end,
         score=_wire_number(item, "score"), snippet=_wire_text(item, "snippet"), source=_wire_text(item, "source"),
         date=date, keyword_coverage=_wire_number(item, "keyword_coverage"),
         vector_similarity=None if similarity is None else _wire_number(item, "vector_similarity"), id=named,
+        replaced_by=replaced,
     )
 
 

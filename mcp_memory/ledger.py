@@ -88,10 +88,16 @@ class Ledger:
             self._conn.close()
 
     def _prune(self) -> None:
-        cutoff = time.time() - RETENTION_DAYS * 86400
+        self.prune(RETENTION_DAYS)
+
+    def prune(self, days: float) -> int:
+        """Delete rows older than ``days``; returns how many went."""
+        cutoff = time.time() - days * 86400
+        removed = 0
         with self._lock:
             for table in ("captures", "sessions", "recalls"):
-                self._conn.execute(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
+                removed += self._conn.execute(f"DELETE FROM {table} WHERE at < ?", (cutoff,)).rowcount
+        return removed
 
 
 def clean_key(key: object) -> str | None:

@@ -14,6 +14,7 @@ its own:
 * ``deep.py``: deep search (a second hop through the concepts of the first hits);
 * ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn);
 * ``episodes.py``: one markdown record per session, merged from the server's and the hook's view;
+* ``sleep.py``: the daily upkeep (consolidation, decay, graph upkeep, logs, a note);
 * ``experience.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
@@ -51,6 +52,7 @@ from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank import Reranker, Rerankers
 from mcp_memory.similarity import Similarity
+from mcp_memory.sleep import SleepCycle, SleepReport
 from mcp_memory.transcripts import Message
 from mcp_memory.utility import UTILITY_FILE, DecayReport, UtilityChange, UtilityStore
 from mcp_memory.workspace import Workspace
@@ -82,6 +84,7 @@ class Memory:
         self.feedback = Feedback(self.reader, self.engine.naming, self.utility)
         self.experience = ExperienceGraph(self.engine, self.reader, self.similarity, self.editor)
         self.episodes = EpisodeLog(self.engine, self.reader, self.editor)
+        self.sleep = SleepCycle(self.engine, self.similarity, self.editor, self.utility, lambda: self.ledger, settings)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -253,6 +256,11 @@ class Memory:
     def graph_summary(self, include_private: bool = True) -> GraphSummary:
         """Totals, frequent patterns, the latest chains and the actions that failed."""
         return self.experience.summary(include_private)
+
+    # ----- sleep cycle -----------------------------------------------------------------------
+    def sleep_cycle(self, dry_run: bool = False, now: dt.datetime | None = None) -> SleepReport:
+        """Consolidate, decay, tidy and leave a note for the next session (see ``sleep.py``)."""
+        return self.sleep.run(dry_run, now)
 
     # ----- episodes ------------------------------------------------------------------------
     def record_episode(self, episode: Episode) -> Episode:

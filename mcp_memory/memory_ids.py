@@ -3,7 +3,8 @@
 An id is a digest of the memory's text alone, so it is the same after re-indexing, after the
 index folder is deleted, under another chunking, and when the memory moves within its file or
 to another file. It changes only when the words change: case, spacing, punctuation, the
-bullet marker, a ``[category]`` tag or a trailing learned date are not part of it.
+bullet marker, a ``[category]`` tag, a trailing learned date or an HTML comment (such as the
+mark the sleep cycle leaves on a superseded memory) are not part of it.
 
 A memory is one of:
 
@@ -34,6 +35,10 @@ _MARKERS = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _CATEGORY = re.compile(r"^\[[A-Za-z][\w-]{0,30}\]\s+")
 _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 _NOT_WORD = re.compile(r"[\W_]+")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+RETIRED_MARK = "<!-- "  # every retirement mark starts so (a cheap first check before the pattern)
+# What the sleep cycle appends to a memory it retires; the memory stays on disk, and its id with it.
+_RETIRED = re.compile(r"<!--\s*(?:superseded by|duplicate of)\s+(m-[0-9a-f]{12})\b.*?-->", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,23 @@ def memory_id(text: str) -> str | None:
 def memory_key(text: str) -> str:
     """The words of a memory, folded: what its id is a digest of."""
     words = []
-    for raw in text.split("\n"):
+    for raw in _COMMENT.sub(" ", text).split("\n"):
         line = _MARKERS.sub("", raw).strip()
         line = _LEARNED_DATE.sub("", _CATEGORY.sub("", line))
         words.append(line)
     folded = unicodedata.normalize("NFKC", " ".join(words)).casefold()
     return " ".join(_NOT_WORD.sub(" ", folded).split())
+
+
+def retired_by(text: str) -> str | None:
+    """The id of the memory that superseded or duplicates this one (its sleep-cycle mark), or None."""
+    found = _RETIRED.search(text)
+    return found.group(1) if found else None
+
+
+def without_marks(text: str) -> str:
+    """``text`` without the sleep cycle's retirement marks (for showing a memory)."""
+    return _RETIRED.sub("", text)
 
 
 def is_memory_id(value: str) -> bool:

@@ -109,7 +109,7 @@ class PrecisionSearch:
         """Scores clipped to 0..1, then raised or lowered by each memory's utility."""
         clipped = [min(1.0, max(0.0, float(s))) for s in scores]
         rows = [row for row, _ in ranking.ranked]
-        factors = self.engine.searcher.utility_factors(ranking.snapshot, rows, ranking.query)
+        factors = self.engine.searcher.memory_factors(ranking.snapshot, rows, ranking.query)
         if factors is None:
             return clipped
         # Weighed on the scores spread over 0..1, as the first stage's are: reranker scores are

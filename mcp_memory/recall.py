@@ -12,6 +12,7 @@ import hashlib
 import html
 
 from mcp_memory.hits import SearchHit
+from mcp_memory.memory_ids import without_marks
 
 MIN_KEYWORD_COVERAGE = 0.3  # the chunk matches a good part of the query's keyword weight
 FRAMING = (
@@ -54,7 +55,7 @@ def _items(hits: list[SearchHit], budget_chars: int) -> list[str]:
     items: list[str] = []
     used = 0
     for hit in hits:
-        body = html.escape(" ".join(hit.snippet.split()), quote=True)
+        body = html.escape(" ".join(without_marks(hit.snippet).split()), quote=True)
         room = budget_chars - used
         if room <= 80:
             break

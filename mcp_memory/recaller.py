@@ -20,6 +20,7 @@ from mcp_memory.errors import PathError
 from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.ledger import Ledger, clean_key
+from mcp_memory.memory_ids import retired_by
 from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
 from mcp_memory.requests import SearchRequest
 from mcp_memory.search import HybridSearcher
@@ -55,6 +56,8 @@ class Recaller:
         candidates, floor = self._candidates(prompt, max_items * 2 + r.primer_items * 2,
                                              r.min_score if min_score is None else min_score,
                                              keywords_only, include_private)
+        # A memory the sleep cycle retired (superseded, or said again elsewhere) is never recalled.
+        candidates = [h for h in candidates if not h.replaced_by]
         hits = [h for h in candidates
                 if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
                                else r.keyword_only_coverage)][: max_items * 2]
@@ -92,7 +95,7 @@ class Recaller:
         """
         shown = {(h.path, n) for h in gated for n in range(h.start_line, h.end_line + 1)}
         lines = [(hit, number, raw.strip()) for hit, number, raw in self.similarity.hit_lines(candidates, skip=shown)
-                 if _STANDING.match(raw)]
+                 if _STANDING.match(raw) and not retired_by(raw)]
         floor = self.engine.relevance_floor()
         if not lines or floor is None:
             return []

@@ -12,7 +12,8 @@
    was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
    other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
 5. Utility: when memories were rewarded or penalized (``utility.py``), the best candidates'
-   scores are multiplied by ``1 + weight × utility`` of the memory each would be named by.
+   scores are multiplied by the utility factor of the memory each would be named by; a memory
+   the sleep cycle retired (superseded, or a duplicate) is halved.
 6. ``min_score`` and ``max_results`` cut the list.
 
 Each hit carries the ``id`` of the memory holding its best line (``memory_ids.py``), taken
@@ -38,7 +39,7 @@ from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
-from mcp_memory.memory_ids import unit_at
+from mcp_memory.memory_ids import RETIRED_MARK, retired_by, unit_at
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
 from mcp_memory.snapshot import SearchSnapshot
@@ -47,7 +48,16 @@ if TYPE_CHECKING:
     from mcp_memory.memory_lookup import MemoryLookup
     from mcp_memory.utility import UtilityStore
 
-MAX_QUERY_CHARS = 4000  # longer queries are cut: neither BM25 nor a 512-token model uses more
+MAX_QUERY_CHARS = 4000
+RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much
+
+
+@dataclass(frozen=True)
+class Named:
+    """The memory a hit is named by: its id, and the id of what retired it (None when current)."""
+
+    id: str | None
+    replaced_by: str | None  # longer queries are cut: neither BM25 nor a 512-token model uses more
 
 
 @dataclass
@@ -134,7 +144,7 @@ class HybridSearcher:
                     age = max(0, (today - date).days)
                     fused[row] *= 0.5 ** (age / s.half_life_days)
         if utility:
-            self._weigh_by_utility(snap, fused, query, max(k * 5, 50))
+            self._weigh_memories(snap, fused, query, max(k * 5, 50))
 
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
@@ -157,22 +167,33 @@ class HybridSearcher:
         coverage = len(query_terms & self.row_terms(snap, row)) / len(query_terms) if query_terms else 0.0
         return self._hit(snap, row, score, query, coverage, ranking.vector_scores.get(row))
 
-    def memory_id(self, snap: SearchSnapshot, row: int, query: str) -> str | None:
-        """The id of the memory a hit on ``row`` for ``query`` is named by (its best line's)."""
+    def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:
+        """The memory a hit on ``row`` for ``query`` is named by (its best line's)."""
         lines = snap.texts[row].as_py().split("\n")
-        return self._memory_id(snap, row, lines, best_line(lines, query))
+        return self._named(snap, row, lines, best_line(lines, query))
 
-    def utility_factors(self, snap: SearchSnapshot, rows: list[int], query: str) -> list[float] | None:
-        """Each row's utility multiplier for ``query``; None when no utility is recorded."""
+    def memory_factors(self, snap: SearchSnapshot, rows: list[int], query: str) -> list[float] | None:
+        """Each row's multiplier for ``query``: its memory's utility factor, halved when the memory
+        was retired (superseded or a duplicate); None when no row needs one."""
         store = self.utility
-        if store is None or not store.active():
+        learned = store is not None and store.active()
+        marked = [RETIRED_MARK in snap.texts[row].as_py() for row in rows]
+        if not learned and not any(marked):
             return None
-        return [store.factor(self.memory_id(snap, row, query)) for row in rows]
+        factors = []
+        for row, has_mark in zip(rows, marked, strict=True):
+            if not learned and not has_mark:
+                factors.append(1.0)
+                continue
+            named = self.named(snap, row, query)
+            factor = store.factor(named.id) if store is not None and learned else 1.0
+            factors.append(factor * (RETIRED_FACTOR if named.replaced_by else 1.0))
+        return factors
 
-    def _weigh_by_utility(self, snap: SearchSnapshot, fused: dict[int, float], query: str, pool: int) -> None:
-        """The best ``pool`` candidates' scores multiplied by their memories' utility factors."""
+    def _weigh_memories(self, snap: SearchSnapshot, fused: dict[int, float], query: str, pool: int) -> None:
+        """The best ``pool`` candidates' scores multiplied by their memories' factors."""
         top = heapq.nlargest(pool, fused, key=fused.__getitem__)
-        factors = self.utility_factors(snap, top, query)
+        factors = self.memory_factors(snap, top, query)
         if factors is None:
             return
         for row, factor in zip(top, factors, strict=True):
@@ -182,7 +203,7 @@ class HybridSearcher:
             for row in fused:
                 fused[row] /= high
 
-    def _memory_id(self, snap: SearchSnapshot, row: int, lines: list[str], best: int | None) -> str | None:
+    def _named(self, snap: SearchSnapshot, row: int, lines: list[str], best: int | None) -> Named:
         path, chunk_start, chunk_end = snap.paths[row], int(snap.start_lines[row]), int(snap.end_lines[row])
         index = 0 if best is None else best
         if self.naming is not None:
@@ -191,9 +212,11 @@ class HybridSearcher:
             found = (self.naming.unit_at(path, chunk_start + index, lines[index]) if whole
                      else self.naming.unit_at(path, chunk_start))
             if found is not None:
-                return found.id
+                return Named(found.id, retired_by(found.text))
         unit = unit_at(lines, index)
-        return unit.id if unit else None
+        if unit is None:
+            return Named(None, None)
+        return Named(unit.id, retired_by("\n".join(lines[unit.start : unit.end + 1])))
 
     def row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
         cached = snap.terms.get(row)
@@ -312,7 +335,7 @@ class HybridSearcher:
         # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
         lines = text.split("\n")
         best = best_line(lines, query)
-        memory = self._memory_id(snap, row, lines, best)
+        memory = self._named(snap, row, lines, best)
         start, end = chunk_start, chunk_end
         if len(lines) == chunk_end - chunk_start + 1:
             start, end = narrow_span(chunk_start, chunk_end, best, self.settings.citation_lines)
@@ -332,7 +355,8 @@ class HybridSearcher:
             vector_similarity=None if similarity is None else round(similarity, 4),
             chunk_start_line=chunk_start,
             chunk_end_line=chunk_end,
-            id=memory or "",
+            id=memory.id or "",
+            replaced_by=memory.replaced_by or "",
         )
 
 

@@ -4,12 +4,15 @@ Start-up must be fast: an MCP client waits for the handshake, and ``import lance
 takes seconds. So the service opens the memory in a background thread shortly after the
 process starts, syncs it, embeds what is missing, then watches the files and re-syncs
 after each burst of changes (debounced). Requests that need the memory wait for it to open.
+With ``sleep=True`` (``serve``), the sleep cycle runs when it is due and no request came for
+``[sleep] quiet_minutes``: never in the middle of a burst of requests.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,12 +26,17 @@ log = logging.getLogger(__name__)
 
 OPEN_TIMEOUT = 120.0  # seconds a request waits for the memory to open
 WATCH_DEBOUNCE_MS = 1500
+SLEEP_CHECK_SECONDS = 60.0  # how often the service asks whether the sleep cycle is due
 
 
 class MemoryService:
     def __init__(self, settings: Settings, memory_factory: Callable[[Settings], Memory] | None = None,
-                 start_delay: float = 0.5, watch: bool = True):
+                 start_delay: float = 0.5, watch: bool = True, sleep: bool = False,
+                 sleep_check_seconds: float = SLEEP_CHECK_SECONDS):
         self.settings = settings
+        self._sleep = sleep
+        self._sleep_check = sleep_check_seconds
+        self._last_request = time.monotonic()
         self._factory = memory_factory
         self._start_delay = start_delay
         self._watch = watch
@@ -63,6 +71,7 @@ class MemoryService:
 
     def memory(self, timeout: float = OPEN_TIMEOUT) -> Memory:
         """The open memory; starts it if needed and waits for it to open."""
+        self._last_request = time.monotonic()
         self.start()
         if not self._opened.wait(timeout):
             raise TimeoutError(f"the memory index did not open within {timeout:.0f} s")
@@ -91,6 +100,8 @@ class MemoryService:
             return
         self._opened.set()
         self._backfill(memory)
+        if self._sleep and self.settings.sleep.interval_hours > 0:
+            threading.Thread(target=self._sleep_when_due, args=(memory,), name="mcp-memory-sleep", daemon=True).start()
         if self._watch:
             self._watch_files(memory)
 
@@ -99,6 +110,25 @@ class MemoryService:
             memory.backfill(should_stop=self._stop.is_set)
         except Exception:
             log.exception("embedding in the background failed")
+
+    def _sleep_when_due(self, memory: Memory) -> None:
+        """Run the sleep cycle when it is due and the server has been quiet (one process at a time:
+        the cycle's own lock makes any other process skip)."""
+        quiet = self.settings.sleep.quiet_minutes * 60
+        retry_at = 0.0
+        while not self._stop.wait(self._sleep_check):
+            now = time.monotonic()
+            if now < retry_at or now - self._last_request < quiet or not memory.sleep.due():
+                continue
+            try:
+                report = memory.sleep_cycle()
+            except Exception:
+                log.exception("the sleep cycle failed; it is tried again in an hour")
+                retry_at = now + 3600
+                continue
+            if report.ran:
+                log.info("sleep cycle: %d memories retired, %d chains archived", len(report.retired),
+                         len(report.chains_moved))
 
     def _watch_files(self, memory: Memory) -> None:
         from watchfiles import watch

@@ -39,7 +39,7 @@ NOTES = {
     "memory/projects/atlas.md": "# Atlas\n\nAtlas is the data platform; it runs on Kubernetes with Airflow.\n",
 }
 HIT_FIELDS = {"path", "start_line", "end_line", "chunk_start_line", "chunk_end_line", "score", "snippet", "source",
-              "date", "citation", "id"}
+              "date", "citation", "id", "replaced_by"}
 QUERY = "billing service database"
 
 

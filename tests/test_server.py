@@ -248,7 +248,7 @@ async def test_search_hit_fields(server):
     assert hits, "the CI note should be found"
     for hit in hits:
         assert set(hit) == {"path", "start_line", "end_line", "score", "snippet", "source", "date",
-                            "chunk_start_line", "chunk_end_line", "citation", "id"}
+                            "chunk_start_line", "chunk_end_line", "citation", "id", "replaced_by"}
         assert hit["chunk_start_line"] <= hit["start_line"] <= hit["end_line"] <= hit["chunk_end_line"]
         assert hit["citation"] == f"{hit['path']}#L{hit['start_line']}-L{hit['end_line']}"
         assert 1 <= hit["start_line"] <= hit["end_line"]

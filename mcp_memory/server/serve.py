@@ -73,7 +73,7 @@ def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] 
         check_exposure(options.host, tokens)
     if options.max_request_bytes < MIN_REQUEST_BYTES:
         raise ServeError(f"--max-request-bytes must be at least {MIN_REQUEST_BYTES}")
-    service = MemoryService(settings)
+    service = MemoryService(settings, sleep=True)
     server = create_server(settings, service, token=tokens.full[0] if network and tokens.full else None,
                            public_url=public_url(options), read_only_tokens=tokens.read_only if network else (),
                            shared_tokens=tokens.shared if network else (), shared=options.shared)

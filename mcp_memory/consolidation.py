@@ -1,0 +1,207 @@
+"""Consolidation: memories said twice are kept once, and a changed statement retires the old one.
+
+The sleep cycle (``sleep.py``) asks this module which list items to retire, then marks them in
+place. Nothing is deleted or reworded: a retired item gets an HTML comment at the end of its
+last line, ``<!-- superseded by m-… (path#Ln) -->`` or ``<!-- duplicate of m-… (path#Ln) -->``,
+which markdown viewers hide, ids ignore (``memory_ids.py``), and search and recall read (the
+item sinks in search and is never recalled).
+
+Offline rules, on list items of ``memory/**`` (``MEMORY.md`` is the owner's curated file: its
+items can retire others, but are never marked):
+
+* **duplicate**: the same words (the same id), or a cosine at least ``capture.dedupe_threshold``
+  (0.95): the first stated is kept, the later ones are marked;
+* **superseded**: a later item on the same subject whose value changed (most words shared, a
+  few replaced: "the staging host is db1" → "the staging host is db2", "prefers npm" → "now
+  prefers pnpm"), with a cosine of at least ``SUPERSEDE_COSINE`` (lower when the later item
+  says it changed: "now", "switched to", "no longer", "改用", "现在"...). Only dated items (a daily
+  file or a trailing ``(YYYY-MM-DD)``) are compared by time; the earlier one is marked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcp_memory.analysis import keyword_tokens
+from mcp_memory.embedding import EmbeddingError
+from mcp_memory.embedding.cache import embed_through_cache
+from mcp_memory.engine import Engine
+from mcp_memory.memory_ids import retired_by, split_memories
+from mcp_memory.opposites import opposed
+from mcp_memory.similarity import memory_body
+from mcp_memory.workspace import read_text
+
+SUPERSEDE_COSINE = 0.8
+SUPERSEDE_COSINE_WITH_CUE = 0.65
+NEIGHBOURS = 8  # the closest items each item is compared with
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*(?:<!--.*-->\s*)?$")
+_CATEGORY = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([A-Za-z][\w-]{0,30})\]")
+_CHANGE_CUE = re.compile(
+    r"\b(?:now|no longer|switched|switch(?:ed)? to|moved|migrated|changed|instead|anymore|replaced|from now on)\b"
+    r"|改用|换成|现在|不再|搬到|迁移到|改为|改成",
+    re.IGNORECASE,
+)
+# Files the sleep cycle never marks: whole-file records other features own.
+_OWNED = ("memory/episodes/", "memory/experience", "memory/archive")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One list item of a memory file."""
+
+    path: str
+    start_line: int  # 1-based
+    end_line: int
+    text: str  # the item's lines as written
+    body: str  # its words, without markers, category or date
+    id: str
+    date: dt.date | None
+    category: str | None
+    curated: bool  # in MEMORY.md: can retire others, is never marked
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}"
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """One item to mark, and the item that makes it redundant."""
+
+    kind: str  # "duplicate" or "superseded"
+    item: Item
+    by: Item
+    similarity: float
+
+    @property
+    def mark(self) -> str:
+        label = "duplicate of" if self.kind == "duplicate" else "superseded by"
+        return f"<!-- {label} {self.by.id} ({self.by.citation}) -->"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": self.item.path, "line": self.item.end_line, "text": self.item.text,
+                "by": self.by.citation, "by_text": self.by.text, "similarity": round(self.similarity, 3)}
+
+
+def collect_items(engine: Engine) -> list[Item]:
+    """Every list item of the memory files that is not retired already."""
+    items: list[Item] = []
+    curated = engine.workspace.evergreen_path()
+    for file in engine.workspace.list_files():
+        if file.rel_path.startswith(_OWNED):
+            continue
+        try:
+            lines = read_text(file.abs_path).split("\n")
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        for unit in split_memories(lines):
+            text = "\n".join(lines[unit.start : unit.end + 1])
+            if not _ITEM.match(lines[unit.start]) or retired_by(text):
+                continue
+            stated = _STATED.search(lines[unit.end])
+            date = dt.date.fromisoformat(stated.group(1)) if stated else file.date
+            category = _CATEGORY.match(lines[unit.start])
+            body = " ".join(memory_body(line) for line in text.split("\n"))
+            items.append(Item(file.rel_path, unit.start + 1, unit.end + 1, text, body, unit.id, date,
+                              category.group(1).lower() if category else None, file.rel_path == curated))
+    return items
+
+
+def plan_retirements(engine: Engine, items: list[Item]) -> list[Retirement]:
+    """Which items to mark, each at most once, and why."""
+    if len(items) < 2:
+        return []
+    neighbours = _neighbours(engine, items)
+    planned: dict[int, Retirement] = {}
+    for i, close in neighbours.items():
+        for j, cosine in close:
+            if i >= j:
+                continue
+            found = _judge(items[i], items[j], cosine)
+            if found is None:
+                continue
+            kind, old, new = found
+            victim = i if old is items[i] else j
+            if items[victim].curated or victim in planned:
+                continue
+            keeper = new if kind == "superseded" else (items[j] if victim == i else items[i])
+            planned[victim] = Retirement(kind, items[victim], keeper, cosine)
+    return list(planned.values())
+
+
+def _judge(a: Item, b: Item, cosine: float) -> tuple[str, Item, Item] | None:
+    """("duplicate" | "superseded", the item to retire, the one that stays), or None."""
+    if a.id == b.id or cosine >= 0.95:
+        first, later = _in_order(a, b)
+        return "duplicate", later, first
+    if a.date is None or b.date is None or a.date == b.date:
+        return None
+    old, new = (a, b) if a.date < b.date else (b, a)
+    if old.category and new.category and old.category != new.category:
+        return None
+    cue = bool(_CHANGE_CUE.search(new.body))
+    if cosine < (SUPERSEDE_COSINE_WITH_CUE if cue else SUPERSEDE_COSINE) or opposed(old.body, new.body):
+        return None
+    if not _same_subject_new_value(old.body, new.body, cue):
+        return None
+    return "superseded", old, new
+
+
+def _in_order(a: Item, b: Item) -> tuple[Item, Item]:
+    """(the first stated, the later): MEMORY.md first, then by date, then by place."""
+    def key(item: Item) -> tuple[int, dt.date, str, int]:
+        return (0 if item.curated else 1, item.date or dt.date.min, item.path, item.start_line)
+    return (a, b) if key(a) <= key(b) else (b, a)
+
+
+def _same_subject_new_value(old: str, new: str, cue: bool) -> bool:
+    """Most words shared, and each side holding a few words the other lacks (the changed value)."""
+    old_words, new_words = set(keyword_tokens(old.lower())), set(keyword_tokens(new.lower()))
+    if not old_words or not new_words:
+        return False
+    shared = old_words & new_words
+    only_old, only_new = old_words - new_words, new_words - old_words
+    share = len(shared) / min(len(old_words), len(new_words))
+    if not only_old or not only_new:
+        return False  # one says more than the other: not a changed value
+    limit = 4 if cue else 3
+    return share >= (0.5 if cue else 0.6) and len(only_old) <= limit and len(only_new) <= limit + 2
+
+
+def _neighbours(engine: Engine, items: list[Item]) -> dict[int, list[tuple[int, float]]]:
+    """For each item, its closest items with their cosines (token overlap without an embedder)."""
+    vectors = _vectors(engine, [item.body for item in items])
+    out: dict[int, list[tuple[int, float]]] = {}
+    if vectors is None:
+        tokens = [set(keyword_tokens(item.body.lower())) for item in items]
+        for i in range(len(items)):
+            scores = [(j, len(tokens[i] & tokens[j]) / max(1, len(tokens[i] | tokens[j]))) for j in range(len(items))
+                      if j != i]
+            out[i] = sorted(scores, key=lambda pair: -pair[1])[:NEIGHBOURS]
+        return out
+    k = min(NEIGHBOURS, len(items) - 1)
+    for start in range(0, len(items), 1024):
+        block = vectors[start : start + 1024] @ vectors.T
+        for offset, row in enumerate(block):
+            i = start + offset
+            row[i] = -1.0
+            best = np.argpartition(-row, k - 1)[:k]
+            out[i] = [(int(j), float(row[j])) for j in best]
+    return out
+
+
+def _vectors(engine: Engine, texts: list[str]) -> np.ndarray | None:
+    if engine.embedder is None:
+        return None
+    try:
+        vectors = embed_through_cache(engine.embedder, engine.cache, texts, "line")
+    except EmbeddingError as exc:
+        engine.note_degraded(f"embedding failed: {exc}")
+        return None
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
