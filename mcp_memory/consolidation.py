@@ -38,6 +38,7 @@ from mcp_memory.workspace import read_text
 SUPERSEDE_COSINE = 0.8
 SUPERSEDE_COSINE_WITH_CUE = 0.65
 NEIGHBOURS = 8  # the closest items each item is compared with
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*(?:<!--.*-->\s*)?$")
 _CATEGORY = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([A-Za-z][\w-]{0,30})\]")
@@ -161,7 +162,7 @@ def _in_order(a: Item, b: Item) -> tuple[Item, Item]:
 
 def _same_subject_new_value(old: str, new: str, cue: bool) -> bool:
     """Most words shared, and each side holding a few words the other lacks (the changed value)."""
-    old_words, new_words = set(keyword_tokens(old.lower())), set(keyword_tokens(new.lower()))
+    old_words, new_words = _words(old), _words(new)
     if not old_words or not new_words:
         return False
     shared = old_words & new_words
@@ -171,6 +172,11 @@ def _same_subject_new_value(old: str, new: str, cue: bool) -> bool:
         return False  # one says more than the other: not a changed value
     limit = 4 if cue else 3
     return share >= (0.5 if cue else 0.6) and len(only_old) <= limit and len(only_new) <= limit + 2
+
+
+def _words(text: str) -> set[str]:
+    """Words, and single characters of CJK text (its bigrams would count one changed character thrice)."""
+    return {t for t in keyword_tokens(text.lower()) if len(t) == 1 or not _CJK.search(t)}
 
 
 def _neighbours(engine: Engine, items: list[Item]) -> dict[int, list[tuple[int, float]]]:
