@@ -110,7 +110,8 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         memory.sync()
         try:
             request = SearchRequest.of(args.query, max_results=args.k, min_score=args.min_score,
-                                       path_prefix=args.path_prefix, after=args.after, before=args.before)
+                                       path_prefix=args.path_prefix, after=args.after, before=args.before,
+                                       source=args.source)
             if args.mode == "precise":
                 answer = memory.precise_search(request)
             elif args.mode == "deep":
@@ -454,6 +455,8 @@ def _add_reading_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
                    help="default: fast hybrid search; precise: the best candidates reranked ([rerank] settings); "
                         "deep: a second search through the concepts of the first hits (questions that connect "
                         "several memories)")
+    p.add_argument("--source", choices=["memory", "extra", "sessions"], default=None,
+                   help="only hits of this source (sessions: the transcripts of [sessions] paths)")
     p.add_argument("--json", action="store_true", help="print hits as JSON (warnings go to stderr)")
     p.set_defaults(handler=_cmd_search)
 

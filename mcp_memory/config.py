@@ -138,6 +138,15 @@ class EpisodeSettings:
 
 
 @dataclass
+class SessionsSettings:
+    # Conversation transcripts (Claude Code, OpenClaw JSONL) searched as a source of their own:
+    # files or folders (searched recursively for *.jsonl). Empty: off. Never shown to shared clients.
+    paths: list[str] = field(default_factory=list)
+    delta_bytes: int = 100_000  # a transcript that grew is re-indexed once it grew this much...
+    delta_messages: int = 50  # ... or by this many messages
+
+
+@dataclass
 class SleepSettings:
     # The sleep cycle (`mcp-memory sleep`): consolidation, utility decay, graph upkeep, log
     # truncation, index compaction and a note for the next session. `serve` runs it every
@@ -170,6 +179,7 @@ class Settings:
     rerank: RerankSettings = field(default_factory=RerankSettings)
     utility: UtilitySettings = field(default_factory=UtilitySettings)
     sleep: SleepSettings = field(default_factory=SleepSettings)
+    sessions: SessionsSettings = field(default_factory=SessionsSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
@@ -205,7 +215,8 @@ def default_workspace() -> Path:
 
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
-    "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings, "sleep": SleepSettings,
+    "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
+    "sleep": SleepSettings, "sessions": SessionsSettings,
     "privacy": PrivacySettings, "episodes": EpisodeSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
@@ -372,6 +383,8 @@ def _validate(s: Settings) -> None:
     if s.rerank.timeout <= 0 or s.rerank.retries < 0 or not 1 <= s.rerank.candidates <= 200:
         raise ConfigError("rerank.timeout must be positive, rerank.retries not negative and "
                           "rerank.candidates between 1 and 200")
+    if s.sessions.delta_bytes < 0 or s.sessions.delta_messages < 0:
+        raise ConfigError("sessions.delta_bytes and sessions.delta_messages must not be negative")
     if s.sleep.interval_hours < 0 or s.sleep.quiet_minutes < 0 or s.sleep.log_days < 1 or s.sleep.stale_chain_days < 1:
         raise ConfigError("sleep.interval_hours and sleep.quiet_minutes must not be negative, sleep.log_days and "
                           "sleep.stale_chain_days at least 1")

@@ -94,7 +94,7 @@ def collect_items(engine: Engine) -> list[Item]:
     items: list[Item] = []
     curated = engine.workspace.evergreen_path()
     for file in engine.workspace.list_files():
-        if file.rel_path.startswith(_OWNED):
+        if file.rel_path.startswith(_OWNED) or file.kind != "memory":
             continue
         try:
             lines = read_text(file.abs_path).split("\n")

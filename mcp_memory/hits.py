@@ -18,7 +18,7 @@ class SearchHit:
     end_line: int
     score: float
     snippet: str
-    source: str  # "memory" for MEMORY.md and memory/**, "extra" for configured extra paths
+    source: str  # "memory" for MEMORY.md and memory/**, "extra" for configured extra paths, "sessions" for transcripts
     date: dt.date | None
     # Absolute relevance signals (the fused score is relative to the other candidates):
     keyword_coverage: float = 0.0  # share of the query's distinct keyword terms found in the chunk

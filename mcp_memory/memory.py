@@ -68,7 +68,8 @@ class Memory:
 
     def __init__(self, settings: Settings, embedder: Any = CONFIGURED):
         self.settings = settings
-        self.workspace = Workspace(settings.workspace, settings.extra_paths, settings.index_dir / "files.lock")
+        self.workspace = Workspace(settings.workspace, settings.extra_paths, settings.index_dir / "files.lock",
+                                   settings.sessions.paths)
         self.utility = UtilityStore(settings.workspace / UTILITY_FILE, self.workspace.locked, settings.utility.weight,
                                     settings.utility.half_life_days)
         self.engine = Engine(settings, self.workspace, embedder, self.utility)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mcp_memory.errors import PathError
 from mcp_memory.memory_ids import MemoryUnit, split_memories
-from mcp_memory.workspace import Workspace, read_text
+from mcp_memory.workspace import Workspace
 
 _MAX_CACHED_FILES = 4096
 
@@ -86,7 +86,7 @@ class MemoryLookup:
         try:
             file = self.workspace.resolve(path)
             key = _file_key(file.abs_path)
-            text = read_text(file.abs_path)
+            text = self.workspace.read_memory(file)
         except (PathError, OSError, UnicodeDecodeError, ValueError):
             return None
         lines = text.split("\n")

@@ -31,7 +31,8 @@ class PrivacyRules:
 
     @classmethod
     def from_settings(cls, patterns: list[str] | tuple[str, ...]) -> PrivacyRules:
-        cleaned = (_clean_pattern(p) for p in patterns)
+        # Conversation transcripts (``[sessions] paths``) are never shared, whatever the patterns say.
+        cleaned = (_clean_pattern(p) for p in [*patterns, "*.jsonl"])
         return cls(tuple(dict.fromkeys(p for p in cleaned if p)))
 
     def is_private(self, rel_path: str) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from mcp_memory.errors import PathError
 from mcp_memory.privacy import PrivacyRules, not_shared
-from mcp_memory.workspace import MemoryFile, Workspace, read_text
+from mcp_memory.workspace import MemoryFile, Workspace
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Reader:
         """Lines of one memory file (1-based ``from_line``; all lines when ``lines`` is None)."""
         memory_file = self.resolve_visible(path, include_private)
         try:
-            text = read_text(memory_file.abs_path)
+            text = self.workspace.read_memory(memory_file)
         except UnicodeDecodeError:
             raise PathError(f"{memory_file.rel_path!r} is a binary file, not text") from None
         all_lines = text.split("\n")

@@ -26,7 +26,6 @@ from mcp_memory.requests import SearchRequest
 from mcp_memory.search import HybridSearcher
 from mcp_memory.similarity import Similarity, memory_body
 from mcp_memory.snapshot import SearchSnapshot
-from mcp_memory.workspace import read_text
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
 _STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)
@@ -133,7 +132,7 @@ class Recaller:
         for path, ids in wanted.items():
             try:
                 file = self.engine.workspace.resolve(path)
-                text = read_text(file.abs_path)
+                text = self.engine.workspace.read_memory(file)
             except (PathError, OSError, UnicodeDecodeError, ValueError):
                 continue
             pieces = chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from mcp_memory.errors import SearchError
 
+SOURCES = ("memory", "extra", "sessions")
+
 
 @dataclass(frozen=True)
 class SearchRequest:
@@ -22,16 +24,19 @@ class SearchRequest:
     before: dt.date | None = None  # only daily files dated on or before this day
     include_private: bool = True  # False: the files of privacy.private_paths are left out
     today: dt.date | None = None  # the day recency is measured from (None: today)
+    source: str | None = None  # only hits of this source: "memory", "extra" or "sessions" (None: all)
 
     @classmethod
     def of(cls, query: str, *, max_results: int | None = None, min_score: float | None = None,
            path_prefix: str | None = None, after: dt.date | str | None = None, before: dt.date | str | None = None,
-           include_private: bool = True, today: dt.date | None = None) -> SearchRequest:
+           include_private: bool = True, today: dt.date | None = None, source: str | None = None) -> SearchRequest:
         """A request from loosely typed input (dates as ``YYYY-MM-DD`` strings); ``SearchError`` if malformed."""
         if not isinstance(query, str):
             raise SearchError("query must be a string")
+        if source not in (None, "", *SOURCES):
+            raise SearchError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
         return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
-                   as_date(before, "before"), include_private, today)
+                   as_date(before, "before"), include_private, today, source or None)
 
 
 def as_date(value: dt.date | str | None, name: str) -> dt.date | None:

@@ -42,6 +42,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.memory_ids import RETIRED_MARK, retired_by, unit_at
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
+from mcp_memory.session_source import is_transcript
 from mcp_memory.snapshot import SearchSnapshot
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class HybridSearcher:
         if not query.strip() or len(snap) == 0:
             return empty
 
-        allowed = self._filter_mask(snap, path_prefix, after, before)
+        allowed = self._filter_mask(snap, path_prefix, after, before, request.source)
         if hidden is not None and hidden.patterns:
             visible = ~snap.hidden_mask(hidden)
             allowed = visible if allowed is None else allowed & visible
@@ -313,10 +314,13 @@ class HybridSearcher:
 
     # ----- filters and output ------------------------------------------------------------
     def _filter_mask(self, snap: SearchSnapshot, path_prefix: str | None,
-                     after: dt.date | None, before: dt.date | None) -> np.ndarray | None:
-        if not path_prefix and not after and not before:
+                     after: dt.date | None, before: dt.date | None, source: str | None = None) -> np.ndarray | None:
+        if not path_prefix and not after and not before and not source:
             return None
         mask = np.ones(len(snap), bool)
+        if source:
+            by_path = {p: source_of(p) == source for p in set(snap.paths)}
+            mask &= np.array([by_path[p] for p in snap.paths], bool)
         if path_prefix:
             prefix = _clean_prefix(path_prefix)
             mask &= np.array([p.startswith(prefix) for p in snap.paths], bool)
@@ -329,7 +333,7 @@ class HybridSearcher:
     def _hit(self, snap: SearchSnapshot, row: int, score: float, query: str, coverage: float,
              similarity: float | None) -> SearchHit:
         path = snap.paths[row]
-        source = "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
+        source = source_of(path)
         chunk_start, chunk_end = int(snap.start_lines[row]), int(snap.end_lines[row])
         text = snap.texts[row].as_py()
         # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
@@ -358,6 +362,13 @@ class HybridSearcher:
             id=memory.id or "",
             replaced_by=memory.replaced_by or "",
         )
+
+
+def source_of(path: str) -> str:
+    """"memory" (MEMORY.md, memory/**), "sessions" (a transcript) or "extra" (configured extra paths)."""
+    if is_transcript(path):
+        return "sessions"
+    return "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
 
 
 def _clean_query(query: str) -> str:

@@ -134,7 +134,8 @@ class MemoryService:
         from watchfiles import watch
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO
-        roots = [self.settings.workspace, *[p for p in memory.workspace.extra_paths if p.exists()]]
+        roots = [self.settings.workspace, *[p for p in memory.workspace.extra_paths if p.exists()],
+                 *[p for p in memory.workspace.sessions_paths if p.exists()]]
         caught_up = False
         try:
             # yield_on_timeout: an empty batch once a second tells us the watcher is running, so
@@ -164,6 +165,6 @@ class MemoryService:
 
 def _is_memory_change(_change: object, path: str) -> bool:
     parts = Path(path).parts
-    return path.lower().endswith(".md") and INDEX_DIRNAME not in parts and not any(
+    return path.lower().endswith((".md", ".jsonl")) and INDEX_DIRNAME not in parts and not any(
         p.startswith(".") for p in parts[-3:-1]
     )

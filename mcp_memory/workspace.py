@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 
 from mcp_memory.errors import PathError
+from mcp_memory.session_source import TRANSCRIPT_SUFFIX, is_transcript, render_transcript
 
 __all__ = ["MemoryFile", "PathError", "Workspace", "decode_memory_bytes", "file_date", "read_text"]
 
@@ -54,6 +55,7 @@ class MemoryFile:
     rel_path: str  # workspace-relative, POSIX separators; absolute for extra paths outside it
     abs_path: Path
     date: dt.date | None  # the day of a daily log; None for evergreen files
+    kind: str = "memory"  # "memory" (markdown) or "sessions" (a JSONL transcript, see session_source.py)
 
     @property
     def evergreen(self) -> bool:
@@ -77,9 +79,11 @@ def file_date(rel_path: str) -> dt.date | None:
 class Workspace:
     """A folder of memory files plus configured extra paths."""
 
-    def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = (), lock_path: Path | None = None):
+    def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = (), lock_path: Path | None = None,
+                 sessions_paths: list[str] | tuple[str, ...] = ()):
         self.root = Path(root)
         self.extra_paths = [self._resolve_extra(p) for p in extra_paths]
+        self.sessions_paths = [self._resolve_extra(p) for p in sessions_paths]
         # Every edit of a memory file by this program happens under this lock, in any process.
         self._lock = FileLock(str(lock_path or self.root / ".mcp-memory" / "files.lock"), timeout=60)
 
@@ -115,7 +119,28 @@ class Workspace:
                     continue
                 rel = self.rel_path(path)
                 found.setdefault(rel, MemoryFile(rel, path, None))
+        for transcript in self.session_files():
+            found.setdefault(transcript.rel_path, transcript)
         return [found[k] for k in sorted(found)]
+
+    def session_files(self) -> list[MemoryFile]:
+        """The JSONL transcripts of ``[sessions] paths`` (files, or folders searched recursively)."""
+        out = []
+        for configured in self.sessions_paths:
+            if configured.is_symlink():
+                log.warning("sessions path %s is a symbolic link: skipped", configured)
+                continue
+            candidates = [configured] if configured.is_file() else _walk_files(configured, TRANSCRIPT_SUFFIX)
+            for path in candidates:
+                if path.name.lower().endswith(TRANSCRIPT_SUFFIX) and _is_regular_file(path):
+                    out.append(MemoryFile(self.rel_path(path), path, None, "sessions"))
+        return out
+
+    def read_memory(self, memory_file: MemoryFile) -> str:
+        """The text of a memory file as search sees it: markdown as it is, a transcript rendered."""
+        if memory_file.kind == "sessions":
+            return render_transcript(memory_file.abs_path.read_bytes())
+        return read_text(memory_file.abs_path)
 
     def link_warnings(self, limit: int = 5) -> list[str]:
         """Memory locations left out because they are links (a common surprise), for ``status``.
@@ -161,6 +186,11 @@ class Workspace:
             cleaned = cleaned[2:]
         if any(part == ".." for part in cleaned.split("/")):
             raise PathError(f"{rel_path!r} leaves the workspace ('..' is not allowed)")
+        if is_transcript(cleaned):
+            for transcript in self.session_files():
+                if transcript.rel_path == cleaned:
+                    return transcript
+            raise PathError(f"{rel_path!r} is not a transcript of the configured sessions paths")
         if not cleaned.lower().endswith(".md"):
             raise PathError(f"{rel_path!r} is not a markdown memory file")
         direct = self._resolve_without_listing(cleaned)
@@ -433,6 +463,11 @@ def _linked_below(folder: Path, root: Path) -> list[tuple[str, str]]:
 
 def _walk_markdown(folder: Path) -> list[Path]:
     """Recursive ``*.md`` under a folder; symlinked files and folders are skipped."""
+    return _walk_files(folder, ".md")
+
+
+def _walk_files(folder: Path, suffix: str) -> list[Path]:
+    """Recursive files ending with ``suffix`` under a folder; symlinked files and folders are skipped."""
     if folder.is_symlink() or not folder.is_dir():
         return []
     out: list[Path] = []
@@ -441,7 +476,7 @@ def _walk_markdown(folder: Path) -> list[Path]:
         # Hidden folders (such as the index folder) and symlinked folders are not memory.
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()]
         for name in filenames:
-            if name.lower().endswith(".md"):
+            if name.lower().endswith(suffix):
                 path = base / name
                 if _is_regular_file(path):
                     out.append(path)

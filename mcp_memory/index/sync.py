@@ -45,6 +45,7 @@ from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache, text
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
+from mcp_memory.session_source import count_messages, render_transcript
 from mcp_memory.workspace import (
     MAX_FILE_BYTES,
     MemoryFile,
@@ -138,6 +139,8 @@ class Indexer:
                 continue
             previous = known.get(memory_file.rel_path)
             if previous and previous.mtime_ns == stat.st_mtime_ns and previous.size == stat.st_size:
+                continue
+            if previous and memory_file.kind == "sessions" and not self._grown_enough(memory_file, previous, stat):
                 continue
             todo.append((memory_file, stat))
         removed = sorted((set(known) | orphans) - set(on_disk))
@@ -248,6 +251,8 @@ class Indexer:
         if previous and previous.hash == digest:
             # Touched but not changed: remember the new mtime so the fast path works next time.
             return FileState(rel, stat.st_mtime_ns, stat.st_size, digest, previous.chunks)
+        if memory_file.kind == "sessions":
+            text = render_transcript(data)
         damaged = text.count("\ufffd") - data.count("\ufffd".encode("utf-8"))
         if damaged > 0:
             log.warning("%s has %d damaged characters (invalid UTF-8 or control bytes): they read as U+FFFD, "
@@ -260,6 +265,22 @@ class Indexer:
             overlap=self.settings.chunking.overlap,
         )
         return memory_file, FileState(rel, stat.st_mtime_ns, stat.st_size, digest, len(chunks)), chunks
+
+    def _grown_enough(self, transcript: MemoryFile, previous: FileState, stat: os.stat_result) -> bool:
+        """Whether a transcript that changed is worth indexing again: it was rewritten, or it grew by
+        ``sessions.delta_bytes`` or ``delta_messages`` since it was indexed (a live session
+        appends a line per message; re-indexing it each time would cost more than it finds)."""
+        s = self.settings.sessions
+        if stat.st_size < previous.size:
+            return True
+        if stat.st_size - previous.size >= s.delta_bytes:
+            return True
+        try:
+            with transcript.abs_path.open("rb") as handle:
+                handle.seek(previous.size)
+                return count_messages(handle.read(s.delta_bytes)) >= s.delta_messages
+        except OSError:
+            return True
 
     def _check_fingerprint(self, report: SyncReport) -> None:
         wanted = json.dumps(self.fingerprint, sort_keys=True)

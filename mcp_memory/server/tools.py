@@ -18,7 +18,7 @@ sampling, or with an answer that makes no sense, the tool does what it does offl
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from mcp import MCPError
@@ -76,6 +76,9 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
         after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
         before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        source: Annotated[Literal["memory", "extra", "sessions"] | None,
+                          Field(description="Only hits of this source: memory files, extra paths, or conversation "
+                                            "transcripts (when [sessions] paths are configured)")] = None,
         ctx: Context | None = None,
     ) -> SearchResult:
         """Search the memory (hybrid keyword + semantic): the fast default. Each hit cites path#Lstart-Lend.
@@ -83,7 +86,8 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         memories, deep_memory_search."""
         try:
             request = SearchRequest.of(query, max_results=max_results, min_score=min_score, path_prefix=path_prefix,
-                                       after=after, before=before, include_private=app.include_private(ctx))
+                                       after=after, before=before, include_private=app.include_private(ctx),
+                                       source=source)
             hits = app.memory().search(request)
         except SearchError as exc:
             raise ToolError(str(exc)) from None
