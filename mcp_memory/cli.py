@@ -213,6 +213,8 @@ def _cmd_sleep(settings: Settings, args: argparse.Namespace) -> int:
     if report.skipped:
         print(f"sleep cycle skipped: {report.skipped}", file=sys.stderr)
         return 0
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     would = "would mark" if report.dry_run else "marked"
     for r in report.retired:
         relation = "superseded by" if r.kind == "superseded" else "duplicate of"

@@ -155,6 +155,9 @@ class SleepSettings:
     quiet_minutes: float = 5.0
     log_days: int = 30  # hooks.log lines and ledger rows older than this are dropped
     stale_chain_days: int = 180  # a chain seen once and not since is archived
+    # Who decides what a newer statement supersedes: "rules" (offline) or "llm" (the chat model
+    # of [capture] llm_model / llm_base_url / llm_api_key reads each close pair).
+    judge: str = "rules"
 
 
 @dataclass
@@ -385,6 +388,10 @@ def _validate(s: Settings) -> None:
                           "rerank.candidates between 1 and 200")
     if s.sessions.delta_bytes < 0 or s.sessions.delta_messages < 0:
         raise ConfigError("sessions.delta_bytes and sessions.delta_messages must not be negative")
+    if s.sleep.judge not in {"rules", "llm"}:
+        raise ConfigError(f"sleep.judge must be rules or llm; got {s.sleep.judge!r}")
+    if s.sleep.judge == "llm" and not s.capture.llm_model:
+        raise ConfigError("sleep.judge = 'llm' needs capture.llm_model (and llm_base_url for a local server)")
     if s.sleep.interval_hours < 0 or s.sleep.quiet_minutes < 0 or s.sleep.log_days < 1 or s.sleep.stale_chain_days < 1:
         raise ConfigError("sleep.interval_hours and sleep.quiet_minutes must not be negative, sleep.log_days and "
                           "sleep.stale_chain_days at least 1")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcp_memory.analysis import keyword_tokens
+from mcp_memory.consolidation_judge import CANDIDATE_COSINE, MAX_PAIRS, ChatJudge, JudgeError
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.engine import Engine
@@ -113,33 +114,59 @@ def collect_items(engine: Engine) -> list[Item]:
     return items
 
 
-def plan_retirements(engine: Engine, items: list[Item]) -> list[Retirement]:
-    """Which items to mark, each at most once, and why."""
+def plan_retirements(engine: Engine, items: list[Item], judge: ChatJudge | None = None,
+                     warnings: list[str] | None = None) -> list[Retirement]:
+    """Which items to mark, each at most once, and why. With a ``judge`` (a chat model), its verdicts
+    replace the rules' on close dated pairs; if it fails, a line goes to ``warnings`` and the rules decide."""
     if len(items) < 2:
         return []
     neighbours = _neighbours(engine, items)
+    pairs = sorted({(min(i, j), max(i, j)): cosine for i, close in neighbours.items() for j, cosine in close}.items())
+    verdicts = _model_verdicts(items, pairs, judge, warnings) if judge is not None else {}
     planned: dict[int, Retirement] = {}
-    for i, close in neighbours.items():
-        for j, cosine in close:
-            if i >= j:
-                continue
-            found = _judge(items[i], items[j], cosine)
-            if found is None:
-                continue
-            kind, old, new = found
-            victim = i if old is items[i] else j
-            if items[victim].curated or victim in planned:
-                continue
-            keeper = new if kind == "superseded" else (items[j] if victim == i else items[i])
-            planned[victim] = Retirement(kind, items[victim], keeper, cosine)
+    for (i, j), cosine in pairs:
+        found = verdicts[(i, j)] if (i, j) in verdicts else _judge(items[i], items[j], cosine)
+        if found is None:
+            continue
+        kind, old, new = found
+        victim = i if old is items[i] else j
+        if items[victim].curated or victim in planned:
+            continue
+        planned[victim] = Retirement(kind, items[victim], new, cosine)
     return list(planned.values())
+
+
+def _model_verdicts(items: list[Item], pairs: list[tuple[tuple[int, int], float]], judge: ChatJudge,
+                    warnings: list[str] | None) -> dict[tuple[int, int], tuple[str, Item, Item] | None]:
+    """The chat model's reading of each close pair of dated items; {} (the rules decide) if it fails."""
+    close = [((i, j), cosine) for (i, j), cosine in pairs
+             if cosine >= CANDIDATE_COSINE and items[i].id != items[j].id and items[i].date and items[j].date]
+    asked = [pair for pair, _ in sorted(close, key=lambda item: -item[1])[:MAX_PAIRS]]
+    if not asked:
+        return {}
+    ordered = [_in_order(items[i], items[j]) for i, j in asked]
+    try:
+        answers = judge.judge([(a.body, str(a.date), b.body, str(b.date)) for a, b in ordered])
+    except JudgeError as exc:
+        if warnings is not None:
+            warnings.append(f"{exc}; the offline rules decided")
+        return {}
+    out: dict[tuple[int, int], tuple[str, Item, Item] | None] = {}
+    for pair, (first, later), verdict in zip(asked, ordered, answers, strict=True):
+        if verdict == "superseded":
+            out[pair] = ("superseded", first, later)
+        elif verdict == "duplicate":
+            out[pair] = ("duplicate", later, first)
+        else:
+            out[pair] = None
+    return out
 
 
 def _judge(a: Item, b: Item, cosine: float) -> tuple[str, Item, Item] | None:
     """("duplicate" | "superseded", the item to retire, the one that stays), or None."""
     if a.id == b.id or cosine >= 0.95:
         first, later = _in_order(a, b)
-        return "duplicate", later, first
+        return "duplicate", later, first  # (kind, the item to retire, the one that stays)
     if a.date is None or b.date is None or a.date == b.date:
         return None
     old, new = (a, b) if a.date < b.date else (b, a)

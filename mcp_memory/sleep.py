@@ -34,6 +34,7 @@ from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
 from mcp_memory.consolidation import Retirement, collect_items, plan_retirements
+from mcp_memory.consolidation_judge import ChatJudge
 from mcp_memory.edits import Editor
 from mcp_memory.engine import Engine
 from mcp_memory.errors import PathError
@@ -60,6 +61,8 @@ class SleepReport:
     dry_run: bool
     started: str
     skipped: str | None = None  # why it did not run
+    judge: str = "rules"  # who decided what is superseded: "rules" or "llm"
+    warnings: list[str] = field(default_factory=list)
     retired: list[Retirement] = field(default_factory=list)
     chains_moved: list[ChainMove] = field(default_factory=list)
     utility: DecayReport | None = None
@@ -71,6 +74,7 @@ class SleepReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ran": self.ran, "dry_run": self.dry_run, "started": self.started, "skipped": self.skipped,
+                "judge": self.judge, "warnings": list(self.warnings),
                 "retired": [r.to_dict() for r in self.retired],
                 "chains_moved": [m.to_dict() for m in self.chains_moved],
                 "utility": None if self.utility is None else self.utility.__dict__,
@@ -129,7 +133,11 @@ class SleepCycle:
         self.engine.open()
         self.engine.sync()
         today = now.date()
-        report.retired = plan_retirements(self.engine, collect_items(self.engine))
+        judge = self._judge()
+        report.judge = "llm" if judge is not None else "rules"
+        report.retired = plan_retirements(self.engine, collect_items(self.engine), judge, report.warnings)
+        for warning in report.warnings:
+            log.warning("sleep: %s", warning)
         report.chains_moved = self._graph_moves(today)
         if dry_run:
             report.ran = True
@@ -149,6 +157,12 @@ class SleepCycle:
         self._log(report)
         (self.settings.index_dir / STAMP_FILE).write_text(json.dumps({"last_run": report.started}), encoding="utf-8")
         report.ran = True
+
+    def _judge(self) -> ChatJudge | None:
+        if self.settings.sleep.judge != "llm":
+            return None
+        c = self.settings.capture
+        return ChatJudge(c.llm_model, c.llm_base_url, c.llm_api_key, c.llm_timeout)
 
     def _graph_moves(self, today: dt.date) -> list[ChainMove]:
         path = self.engine.workspace.root / EXPERIENCE_FILE

@@ -207,3 +207,53 @@ def test_the_command_line(notes: Settings, capsys: pytest.CaptureFixture[str]) -
     assert main(["sleep", "--json", *ws]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ran"] and len(data["retired"]) == 3 and data["index_compacted"] in (True, False)
+
+
+def _judge_handler(calls: list[Any], fail: bool) -> type:
+    from http.server import BaseHTTPRequestHandler
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            pairs = json.loads(body["messages"][1]["content"])
+            calls.append(pairs)
+            verdicts = ["superseded" if "Lisbon" in p["newer"] else "distinct" for p in pairs]
+            answer = {"id": "1", "object": "chat.completion", "created": 0, "model": body["model"],
+                      "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                          "role": "assistant", "content": "not json at all" if fail else
+                          json.dumps({"verdicts": verdicts})}}]}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_chat_model_can_judge_and_a_failing_one_leaves_it_to_the_rules(settings: Settings, fail: bool) -> None:
+    from conftest import http_server
+
+    write(settings.workspace, OLD, "# 2026-01-05\n\n- The user lives in Berlin.\n- The staging database host is "
+                                   "db1.internal.\n")
+    write(settings.workspace, NEW, "# 2026-03-01\n\n- The user moved to Lisbon last month.\n- The staging "
+                                   "database host moved to db2.internal.\n")
+    calls: list[Any] = []
+    with http_server(_judge_handler(calls, fail)) as port:
+        settings.sleep.judge = "llm"
+        settings.capture.llm_model, settings.capture.llm_base_url = "judge", f"http://127.0.0.1:{port}/v1"
+        with Memory(settings) as memory:
+            report = memory.sleep_cycle(dry_run=True)
+    assert calls and all(set(p) == {"pair", "older", "older_date", "newer", "newer_date"} for p in calls[0])
+    retired = {r.item.text for r in report.retired}
+    if fail:
+        assert report.warnings and "rules decided" in report.warnings[0]
+        assert retired == {"- The staging database host is db1.internal."}  # what the rules see
+    else:
+        assert report.judge == "llm" and not report.warnings
+        assert retired == {"- The user lives in Berlin."}  # the model's reading, for every pair it was given
