@@ -19,7 +19,8 @@ from mcp_memory.engine import Engine
 from mcp_memory.errors import MemoryInputError, PathError
 from mcp_memory.hits import MemoryLine
 from mcp_memory.reading import Reader
-from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection
+from mcp_memory.safety import clean_memory_text
+from mcp_memory.safety.lines import checked_line
 from mcp_memory.similarity import Similarity
 
 MAX_MEMORY_CHARS = 4000
@@ -245,18 +246,5 @@ class Editor:
 
 def _checked_text(text: object) -> str:
     """``text`` as one clean line, or ``MemoryInputError`` saying why it cannot be stored."""
-    if not isinstance(text, str):
-        raise MemoryInputError("text must be a string")
     # Control characters (NUL, ESC sequences, ...) never reach a file; see safety/text.py.
-    text = " ".join(clean_memory_text(text).split())
-    if not text:
-        raise MemoryInputError("text is empty (or only control or invisible characters): nothing to store")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise MemoryInputError(f"text is {len(text)} characters; a memory holds at most {MAX_MEMORY_CHARS}")
-    secrets = find_secrets(text)
-    if secrets:
-        kinds = ", ".join(sorted({m.kind for m in secrets}))
-        raise MemoryInputError(f"not stored: the text contains a secret ({kinds}); secrets are never written to memory")
-    if looks_like_injection(text):
-        raise MemoryInputError("not stored: the text reads as instructions to a model, not as a fact to remember")
-    return text
+    return checked_line(text, "text", MAX_MEMORY_CHARS)

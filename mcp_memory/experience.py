@@ -36,7 +36,8 @@ from mcp_memory.engine import Engine
 from mcp_memory.errors import MemoryInputError, PathError
 from mcp_memory.opposites import opposed
 from mcp_memory.reading import Reader
-from mcp_memory.safety import clean_memory_text, find_secrets, looks_like_injection
+from mcp_memory.safety import clean_memory_text
+from mcp_memory.safety.lines import checked_line
 from mcp_memory.similarity import Similarity
 from mcp_memory.workspace import decode_memory_bytes
 
@@ -141,20 +142,7 @@ def check_chain(cause: object, action: object, effect: object, outcome: object, 
 
 
 def _checked_field(name: str, value: object, limit: int = MAX_FIELD_CHARS) -> str:
-    if not isinstance(value, str):
-        raise MemoryInputError(f"{name} must be a string")
-    text = " ".join(clean_memory_text(value).split())
-    if not text:
-        raise MemoryInputError(f"{name} is empty (or only control or invisible characters)")
-    if len(text) > limit:
-        raise MemoryInputError(f"{name} is {len(text)} characters; at most {limit} are allowed")
-    secrets = find_secrets(text)
-    if secrets:
-        kinds = ", ".join(sorted({m.kind for m in secrets}))
-        raise MemoryInputError(f"not written: {name} contains a secret ({kinds}); secrets are never written to memory")
-    if looks_like_injection(text):
-        raise MemoryInputError(f"not written: {name} reads as instructions to a model, not as an experience")
-    return text
+    return checked_line(value, name, limit)
 
 
 def _checked_tags(tags: object) -> tuple[str, ...]:
