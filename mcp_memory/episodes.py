@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_memory.errors import MemoryInputError
+from mcp_memory.transcripts import jsonl_records
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
     from mcp_memory.edits import Editor
@@ -46,7 +47,6 @@ EPISODES_DIR = "memory/episodes"
 MERGE_SLACK = dt.timedelta(minutes=2)
 MAX_TEXT = 300  # characters of one decision, error or fix
 MAX_ITEMS = 200  # entries per list in one episode
-MAX_TRANSCRIPT_LINE = 4 * 1024 * 1024
 SERVER, TRANSCRIPT = "server", "transcript"
 # Tool calls that only look (not real work): a session of nothing but these writes no episode.
 NOT_WORK = frozenset({"memory_status", "memory_episodes"})
@@ -414,13 +414,7 @@ def episode_from_transcript(path: str | Path, session_key: str = "", client: str
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     try:
         with path.open("rb") as handle:
-            for raw in handle:
-                if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
-                    continue
-                try:
-                    record = json.loads(raw.decode("utf-8", "replace"))
-                except json.JSONDecodeError:
-                    continue
+            for record in jsonl_records(handle):
                 if isinstance(record, dict) and not record.get("isSidechain"):
                     yield record
     except OSError as exc:

@@ -91,15 +91,21 @@ def read_transcript(path: str | Path, last: int | None = None) -> list[Message]:
         raise TranscriptError(f"transcript {path} is not valid JSON: {exc}") from None
 
 
-def _jsonl_messages(handle: Any) -> Iterator[Message]:
-    previous: Message | None = None
-    for raw in handle:
+def jsonl_records(lines: Iterable[bytes]) -> Iterator[Any]:
+    """The decoded records of JSONL lines; blank, oversized and unreadable lines are skipped (a line
+    being written right now, or garbage: the rest still counts)."""
+    for raw in lines:
         if len(raw) > MAX_TRANSCRIPT_LINE or not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8", "replace"))
+            yield json.loads(raw.decode("utf-8", "replace"))
         except json.JSONDecodeError:
-            continue  # a line being written right now, or garbage: the rest still counts
+            continue
+
+
+def _jsonl_messages(handle: Any) -> Iterator[Message]:
+    previous: Message | None = None
+    for record in jsonl_records(handle):
         message = message_from_record(record)
         # Claude Code writes one streamed reply as several lines; a repeated block is one message.
         if message is not None and message != previous:
