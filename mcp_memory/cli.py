@@ -526,7 +526,8 @@ def _add_capture_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
 
     p = sub.add_parser("hook", parents=[common], help="run a client hook (reads the hook JSON on stdin; exits 0)")
     p.add_argument("client", help="claude-code")
-    p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop) or session-end (SessionEnd)")
+    p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop), session-end (SessionEnd) "
+                                 "or pre-compact (PreCompact)")
     p.set_defaults(handler=_cmd_hook)
 
 

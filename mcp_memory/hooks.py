@@ -5,7 +5,8 @@ the hook JSON (``prompt``, ``session_id``) from stdin and prints the hook JSON w
 ``hookSpecificOutput.additionalContext`` holds the ``<relevant-memories>`` block.
 ``mcp-memory hook claude-code stop`` runs on ``Stop``: it captures the latest messages of the
 transcript at ``transcript_path``. ``session-end`` (on ``SessionEnd``) captures too, then writes
-the session's episode from the transcript (``episodes.py``).
+the session's episode from the transcript (``episodes.py``). ``pre-compact`` (on ``PreCompact``)
+writes what the coming compaction would lose: decisions, open tasks, fixes (``rescue.py``).
 
 Both first ask a running ``mcp-memory serve`` of the workspace through the loopback bridge
 (warm index and model: tens of milliseconds). With none running, recall answers from the
@@ -78,6 +79,8 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
         return capture_transcript(memory, request, include_private=include_private).to_dict()
     if op == "session-end":
         return end_session(memory, request, include_private=include_private)
+    if op == "pre-compact":
+        return rescue_transcript(memory, request, include_private=include_private)
     raise BadRequest(f"unknown operation {loggable(op, 40)!r}")
 
 
@@ -129,6 +132,8 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
             output = _claude_code_stop(settings, payload)
         elif event == "session-end":
             output = _claude_code_session_end(settings, payload)
+        elif event == "pre-compact":
+            output = _claude_code_pre_compact(settings, payload)
         else:
             raise ValueError(f"unknown hook event {event!r}")
         if output:
@@ -229,6 +234,37 @@ def end_session(memory: Memory, request: dict[str, Any], include_private: bool =
     if episode is None or not (episode.has_work() or episode.decisions):
         return {"capture": capture, "episode": None}
     return {"capture": capture, "episode": memory.record_episode(episode).path}
+
+
+def _claude_code_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
+    """Rescue what the coming compaction would lose: by a running server if any, else here.
+
+    As at session end, a running server has the index and model warm, so the rescued lines are
+    deduplicated and indexed in milliseconds; both paths run ``rescue_transcript``.
+    """
+    path = payload.get("transcript_path")
+    if not path:
+        raise ValueError("the hook input has no transcript_path")
+    request = {"op": "pre-compact", "transcript_path": str(path), "session_key": _session_of(payload) or ""}
+    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
+    if reply is not None:
+        log.info("rescue by a running server: %s", loggable(reply.get("message")))
+        return ""
+    from mcp_memory.memory import Memory
+
+    with Memory(settings) as memory:
+        result = rescue_transcript(memory, request)
+    log.info("rescue in-process: %s", result.get("message"))
+    return ""  # PreCompact output is not for the model
+
+
+def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
+    """Rescue from the transcript a hook names (``MemoryInputError``, a ``ValueError``, when unreadable)."""
+    path = _text_field(request, "transcript_path")
+    if not path:
+        raise BadRequest("give transcript_path")
+    session = _text_field(request, "session_key") or "unnamed"
+    return memory.rescue(Path(path).expanduser(), session, include_private=include_private).to_dict()
 
 
 def _session_of(payload: dict[str, Any]) -> str | None:

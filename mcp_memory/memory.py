@@ -16,6 +16,7 @@ its own:
 * ``episodes.py``: one markdown record per session, merged from the server's and the hook's view;
 * ``sleep.py``: the daily upkeep (consolidation, decay, graph upkeep, logs, a note);
 * ``experience.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
+* ``rescue.py``: what a compaction would lose, written to today's file once per compaction.
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -51,6 +52,7 @@ from mcp_memory.recall import format_recall
 from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank import Reranker, Rerankers
+from mcp_memory.rescue import LastRescue, Rescuer, RescueResult
 from mcp_memory.similarity import Similarity
 from mcp_memory.sleep import SleepCycle, SleepReport
 from mcp_memory.transcripts import Message
@@ -85,6 +87,7 @@ class Memory:
         self.feedback = Feedback(self.reader, self.engine.naming, self.utility)
         self.experience = ExperienceGraph(self.engine, self.reader, self.similarity, self.editor)
         self.episodes = EpisodeLog(self.engine, self.reader, self.editor)
+        self.rescuer = Rescuer(self.engine, self.similarity, self.editor, lambda: self.ledger)
         self.sleep = SleepCycle(self.engine, self.similarity, self.editor, self.utility, lambda: self.ledger, settings)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
@@ -272,3 +275,13 @@ class Memory:
                       max_results: int = 20, include_private: bool = True) -> list[Episode]:
         """Episodes newest first, optionally those a search finds and those within YYYY-MM-DD dates."""
         return self.episodes.find(query, after, before, max_results, include_private)
+
+    # ----- compaction rescue ---------------------------------------------------------------
+    def rescue(self, source: Any, session_key: str, now: dt.datetime | None = None,
+               include_private: bool = True) -> RescueResult:
+        """Write what a compaction would lose from a transcript or messages (see ``rescue.py``)."""
+        return self.rescuer.rescue(source, session_key, now, include_private)
+
+    def last_rescue(self, session_key: str, include_private: bool = True) -> LastRescue | None:
+        """What the last compaction of a session rescued, if this caller may see its file."""
+        return self.rescuer.last(session_key, include_private)

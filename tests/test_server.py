@@ -60,7 +60,7 @@ Atlas is the internal data platform; it runs on Kubernetes with Airflow for sche
 TOOLS = {"memory_search", "memory_get", "memory_store", "memory_forget", "memory_recall", "memory_status",
          "memory_capture", "precision_memory_search", "deep_memory_search", "reward_memory_utility",
          "penalize_memory_utility", "memory_graph_add", "memory_graph_query", "memory_graph_summary",
-         "memory_episodes"}
+         "memory_episodes", "compress_context"}
 
 
 # ----- fixtures and helpers -------------------------------------------------------------------
@@ -160,7 +160,7 @@ async def test_list_tools_schemas_and_annotations(server, mode):
                         "deep_memory_search": {"query"}, "reward_memory_utility": {"memory_id"},
                         "penalize_memory_utility": {"memory_id"},
                         "memory_graph_add": {"cause", "action", "effect", "outcome"}, "memory_graph_query": {"query"},
-                        "memory_graph_summary": set(), "memory_episodes": set()}
+                        "memory_graph_summary": set(), "memory_episodes": set(), "compress_context": {"session_key"}}
     # The sampled extraction is filled by the server, never by the caller.
     assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
     assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}

@@ -29,6 +29,7 @@ from mcp_memory.server.episode_tools import register_episode_tools
 from mcp_memory.server.events import ChangeNotifier, FileEventBus
 from mcp_memory.server.graph_tools import register_graph_tools
 from mcp_memory.server.prompts import register_prompts
+from mcp_memory.server.rescue_tools import register_rescue_tools
 from mcp_memory.server.resources import file_uri, register_resources
 from mcp_memory.server.sessions import SessionTracker
 from mcp_memory.server.tools import register_tools
@@ -52,6 +53,8 @@ Rewarded memories rank higher next time, penalized ones lower. memory_get also r
 worked or failed in similar situations; after completing a meaningful action or fix, log it with memory_graph_add \
 (cause, action, effect, outcome). memory_graph_summary gives a digest at the start of a session; actions listed \
 under "avoid" failed before.
+- After a context compaction, compress_context(session_key) returns what was rescued from it; a client \
+without hooks passes the latest messages to rescue them first.
 - memory_episodes lists past sessions (tools used, memories recalled and stored, decisions, errors and fixes).
 - When the user states a durable fact, preference or decision, save it with memory_store (one fact per call), \
 or pass the latest messages to memory_capture, which extracts, filters and deduplicates them.
@@ -85,6 +88,7 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
     register_utility_tools(server, app)
     register_graph_tools(server, app)
     register_episode_tools(server, app)
+    register_rescue_tools(server, app)
     register_prompts(server, app)
     register_resources(server, app)
     return server
