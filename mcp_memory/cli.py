@@ -257,6 +257,10 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     if status.last_rebuild_reason:
         rows.append(("last rebuild", status.last_rebuild_reason))
     rows.append(("degraded", "; ".join(status.degraded) or "no"))
+    if status.rules is not None:
+        rules = status.rules
+        rows.append(("rules", f"{rules['pinned']} pinned" if rules["pinning"] else "pinning off"))
+        rows += [("rules warning", warning) for warning in rules["warnings"]]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")
@@ -271,8 +275,11 @@ def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
             before, after = memory.repair()
         else:
             before = after = memory.doctor()
+        rule_warnings = memory.pinned_rules().warnings
     if args.json:
-        data = {"before": before.to_dict(), "after": after.to_dict()} if args.repair else after.to_dict()
+        data: dict[str, Any] = {"before": before.to_dict(), "after": after.to_dict()} if args.repair \
+            else after.to_dict()
+        data["rule_warnings"] = rule_warnings
         print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
         return 0 if after.healthy else 1
     print(f"files: {after.files_on_disk} on disk, {after.files_indexed} indexed; rows {after.rows}, "
@@ -283,6 +290,8 @@ def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
               + f"; {len(after.problems)} remain")
     for problem in after.problems:
         print(f"- {problem.kind}: {problem.path + ': ' if problem.path else ''}{problem.detail}")
+    for warning in rule_warnings:  # the rules block of MEMORY.md: shown, not an index problem
+        print(f"- pinned rules: {warning}")
     if after.healthy:
         print("the index matches the files")
     elif not args.repair:
@@ -526,8 +535,8 @@ def _add_capture_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
 
     p = sub.add_parser("hook", parents=[common], help="run a client hook (reads the hook JSON on stdin; exits 0)")
     p.add_argument("client", help="claude-code")
-    p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop), session-end (SessionEnd) "
-                                 "or pre-compact (PreCompact)")
+    p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop), session-end (SessionEnd), "
+                                 "pre-compact (PreCompact) or session-start (SessionStart)")
     p.set_defaults(handler=_cmd_hook)
 
 

@@ -161,6 +161,16 @@ class SleepSettings:
 
 
 @dataclass
+class RulesSettings:
+    # Rules pinned by a fenced YAML block in MEMORY.md (`rules: [{rule, weight}]`), shown at the
+    # start of every session and on a session's first recall. Off by default: it turns the
+    # content of a file into standing instructions, so only turn it on when you alone can write
+    # MEMORY.md.
+    pinning: bool = False
+    min_weight: float = 1.0  # rules weighing at least this are pinned
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -185,6 +195,7 @@ class Settings:
     sessions: SessionsSettings = field(default_factory=SessionsSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    rules: RulesSettings = field(default_factory=RulesSettings)
 
     @property
     def index_dir(self) -> Path:
@@ -221,6 +232,7 @@ _SECTIONS = {
     "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
     "sleep": SleepSettings, "sessions": SessionsSettings,
     "privacy": PrivacySettings, "episodes": EpisodeSettings,
+    "rules": RulesSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
 
@@ -397,6 +409,8 @@ def _validate(s: Settings) -> None:
                           "sleep.stale_chain_days at least 1")
     if not 0 <= s.utility.weight <= 1 or s.utility.half_life_days <= 0:
         raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
+    if not 0 < s.rules.min_weight <= 1000:
+        raise ConfigError("rules.min_weight must be above 0 and at most 1000")
     if not s.episodes.idle_minutes > 0:
         raise ConfigError("episodes.idle_minutes must be positive")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:

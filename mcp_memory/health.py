@@ -14,6 +14,7 @@ from mcp_memory.engine import Engine
 from mcp_memory.index.doctor import DoctorReport, diagnose
 from mcp_memory.index.sync import Progress
 from mcp_memory.reading import Reader
+from mcp_memory.rules import pinned_rules
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class StatusReport:
     last_rebuild_reason: str | None
     degraded: list[str]
     include_private: bool = True  # False: the reduced view a shared caller gets
+    # Pinned rules: {"pinning": bool, "pinned": count, "warnings": [...]}; None in the reduced view.
+    rules: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -84,7 +87,14 @@ def status_report(engine: Engine, reader: Reader, include_private: bool = True) 
         last_rebuild_reason=engine.state.get("rebuild_reason") or None,
         degraded=degraded,
         include_private=include_private,
+        rules=_rules_summary(engine) if include_private else None,
     )
+
+
+def _rules_summary(engine: Engine) -> dict[str, Any]:
+    """Whether rules are pinned, how many, and what is wrong with the block in MEMORY.md."""
+    report = pinned_rules(engine.settings, engine.workspace)
+    return {"pinning": report.pinning, "pinned": len(report.rules), "warnings": report.warnings}
 
 
 def doctor(engine: Engine) -> DoctorReport:

@@ -7,6 +7,8 @@ the hook JSON (``prompt``, ``session_id``) from stdin and prints the hook JSON w
 transcript at ``transcript_path``. ``session-end`` (on ``SessionEnd``) captures too, then writes
 the session's episode from the transcript (``episodes.py``). ``pre-compact`` (on ``PreCompact``)
 writes what the coming compaction would lose: decisions, open tasks, fixes (``rescue.py``).
+``session-start`` (on ``SessionStart``) prints the pinned rules of MEMORY.md and a new note of
+the sleep cycle as ``additionalContext`` (``rules.py``).
 
 Both first ask a running ``mcp-memory serve`` of the workspace through the loopback bridge
 (warm index and model: tens of milliseconds). With none running, recall answers from the
@@ -134,6 +136,8 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
             output = _claude_code_session_end(settings, payload)
         elif event == "pre-compact":
             output = _claude_code_pre_compact(settings, payload)
+        elif event == "session-start":
+            output = _claude_code_session_start(settings, payload)
         else:
             raise ValueError(f"unknown hook event {event!r}")
         if output:
@@ -265,6 +269,27 @@ def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: 
         raise BadRequest("give transcript_path")
     session = _text_field(request, "session_key") or "unnamed"
     return memory.rescue(Path(path).expanduser(), session, include_private=include_private).to_dict()
+
+
+def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> str:
+    """The pinned rules and a new sleep note, as ``SessionStart`` context (see ``rules.py``).
+
+    Read from the files alone, no index and no server: a session start must be quick. Runs
+    on every start, including after a compaction (``source: compact``), which drops them.
+    """
+    from mcp_memory.rules import session_start_context
+
+    source = payload.get("source")
+    if source is not None and not isinstance(source, str):
+        raise ValueError("the hook input's source is not a string")
+    context = session_start_context(settings)
+    log.info("session start (%s): %d characters of context", loggable(source or "unknown", 20), len(context))
+    if not context:
+        return ""
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
+        ensure_ascii=False,
+    )
 
 
 def _session_of(payload: dict[str, Any]) -> str | None:

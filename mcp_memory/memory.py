@@ -53,6 +53,7 @@ from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank import Reranker, Rerankers
 from mcp_memory.rescue import LastRescue, Rescuer, RescueResult
+from mcp_memory.rules import RulePinning, RulesReport
 from mcp_memory.similarity import Similarity
 from mcp_memory.sleep import SleepCycle, SleepReport
 from mcp_memory.transcripts import Message
@@ -88,6 +89,7 @@ class Memory:
         self.experience = ExperienceGraph(self.engine, self.reader, self.similarity, self.editor)
         self.episodes = EpisodeLog(self.engine, self.reader, self.editor)
         self.rescuer = Rescuer(self.engine, self.similarity, self.editor, lambda: self.ledger)
+        self.rules = RulePinning(settings, self.reader, lambda: self.ledger)
         self.sleep = SleepCycle(self.engine, self.similarity, self.editor, self.utility, lambda: self.ledger, settings)
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
@@ -285,3 +287,12 @@ class Memory:
     def last_rescue(self, session_key: str, include_private: bool = True) -> LastRescue | None:
         """What the last compaction of a session rescued, if this caller may see its file."""
         return self.rescuer.last(session_key, include_private)
+
+    # ----- pinned rules --------------------------------------------------------------------
+    def pinned_rules(self, include_private: bool = True) -> RulesReport:
+        """The rules MEMORY.md pins when ``[rules] pinning`` is on, with warnings (see ``rules.py``)."""
+        return self.rules.report(include_private)
+
+    def first_recall_rules(self, session_key: str | None, include_private: bool = True) -> str:
+        """The ``<pinned-rules>`` block on a session's first recall, else empty."""
+        return self.rules.first_recall_block(session_key, include_private)

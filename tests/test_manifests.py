@@ -54,7 +54,7 @@ def test_registry_server_json_matches_the_package():
 def test_claude_code_hooks_run_our_hook_commands(name):
     data = json.loads((MANIFESTS / name).read_text(encoding="utf-8"))
     events = data["hooks"]
-    assert set(events) == {"UserPromptSubmit", "Stop"}
+    assert set(events) == {"UserPromptSubmit", "Stop", "SessionStart", "PreCompact", "SessionEnd"}
     seen = {}
     for event, groups in events.items():
         (group,) = groups
@@ -65,9 +65,11 @@ def test_claude_code_hooks_run_our_hook_commands(name):
         args = _parser().parse_args(argv[1:])
         assert args.command == "hook" and args.client == "claude-code"
         seen[event] = (args.event, args.workspace)
-    assert seen["UserPromptSubmit"][0] == "prompt" and seen["Stop"][0] == "stop"
+    assert {event: name for event, (name, _) in seen.items()} == {
+        "UserPromptSubmit": "prompt", "Stop": "stop", "SessionStart": "session-start",
+        "PreCompact": "pre-compact", "SessionEnd": "session-end"}
     # Hooks and the server of the same manifest set name one workspace.
-    assert seen["UserPromptSubmit"][1] == seen["Stop"][1] == "~/memory"
+    assert {workspace for _, workspace in seen.values()} == {"~/memory"}
 
 
 def test_claude_code_plugin_layout():

@@ -41,9 +41,12 @@ def register_prompts(server: MCPServer, app: ServerContext) -> None:
         session_key: Annotated[str | None, Field(description="Session id (no repeats within its last turns)")] = None,
         ctx: Context | None = None,
     ) -> list[UserMessage]:
-        """The message, preceded by the memories relevant to it."""
-        block = app.memory().recall(message, session_key=session_key, include_private=app.include_private(ctx))
-        return [UserMessage(f"{block}\n{FEEDBACK_NOTE}\n\n{message}" if block else message)]
+        """The message, preceded by the memories relevant to it (and on a session's first, the pinned rules)."""
+        private = app.include_private(ctx)
+        rules = app.memory().first_recall_rules(session_key, include_private=private)
+        block = app.memory().recall(message, session_key=session_key, include_private=private)
+        head = "\n\n".join(part for part in (rules, f"{block}\n{FEEDBACK_NOTE}" if block else "") if part)
+        return [UserMessage(f"{head}\n\n{message}" if head else message)]
 
     @server.prompt(title="Capture")
     def capture() -> str:

@@ -1,4 +1,4 @@
-"""The resources: the list of memory files, each file's text, a recall block, the index status.
+"""The resources: the list of memory files, each file's text, a recall block, the pinned rules, the index status.
 
 A shared caller gets the same view as through the tools: no private file is listed or read.
 """
@@ -49,6 +49,12 @@ def register_resources(server: MCPServer, app: ServerContext) -> None:
                      description="The recall block for a query")
     def recall_resource(query: str, ctx: Context | None = None) -> str:
         return app.memory().recall(query, include_private=app.include_private(ctx))
+
+    @server.resource("memory://rules", mime_type="application/json",
+                     description="The rules MEMORY.md pins (none for callers that may not read it)")
+    def rules_resource() -> str:
+        return json.dumps(app.memory().pinned_rules(include_private=app.include_private(None)).to_dict(),
+                          ensure_ascii=False)
 
     @server.resource("memory://status", mime_type="application/json", description="Index status")
     def status_resource() -> str:
