@@ -40,6 +40,7 @@ SUPERSEDE_COSINE = 0.8
 SUPERSEDE_COSINE_WITH_CUE = 0.65
 NEIGHBOURS = 8  # the closest items each item is compared with
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*(?:<!--.*-->\s*)?$")
 _CATEGORY = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([A-Za-z][\w-]{0,30})\]")
@@ -164,7 +165,9 @@ def _model_verdicts(items: list[Item], pairs: list[tuple[tuple[int, int], float]
 
 def _judge(a: Item, b: Item, cosine: float) -> tuple[str, Item, Item] | None:
     """("duplicate" | "superseded", the item to retire, the one that stays), or None."""
-    if a.id == b.id or cosine >= 0.95:
+    if a.id != b.id and opposed(a.body, b.body):
+        return None  # an action and its reversal both happened
+    if a.id == b.id or (cosine >= 0.95 and _numbers(a.body) == _numbers(b.body)):
         first, later = _in_order(a, b)
         return "duplicate", later, first  # (kind, the item to retire, the one that stays)
     if a.date is None or b.date is None or a.date == b.date:
@@ -173,11 +176,16 @@ def _judge(a: Item, b: Item, cosine: float) -> tuple[str, Item, Item] | None:
     if old.category and new.category and old.category != new.category:
         return None
     cue = bool(_CHANGE_CUE.search(new.body))
-    if cosine < (SUPERSEDE_COSINE_WITH_CUE if cue else SUPERSEDE_COSINE) or opposed(old.body, new.body):
+    if cosine < (SUPERSEDE_COSINE_WITH_CUE if cue else SUPERSEDE_COSINE):
         return None
     if not _same_subject_new_value(old.body, new.body, cue):
         return None
     return "superseded", old, new
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers a statement holds: "version 1.27" and "version 1.29" are not the same statement."""
+    return _NUMBER.findall(text)
 
 
 def _in_order(a: Item, b: Item) -> tuple[Item, Item]:
