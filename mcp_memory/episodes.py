@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.transcripts import jsonl_records
+from mcp_memory.transcripts import content_text, jsonl_records
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
     from mcp_memory.edits import Editor
@@ -468,7 +468,7 @@ class _TranscriptReader:
     def _result(self, block: dict[str, Any]) -> None:
         use_id = str(block.get("tool_use_id"))
         tool = self.tool_of.get(use_id, "unknown")
-        text = _content_text(block.get("content"))
+        text = content_text(block.get("content"))
         if block.get("is_error"):
             self.episode.add_error(tool, text)
             self.error_open = True
@@ -482,14 +482,6 @@ class _TranscriptReader:
             note_tool_result(self.episode, json.loads(text))
         except (json.JSONDecodeError, RecursionError):
             pass
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return ""
 
 
 def _strings(value: Any, depth: int) -> Iterator[str]:

@@ -175,13 +175,8 @@ def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
 
 
 def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
-    path = payload.get("transcript_path")
-    if not path:
-        raise ValueError("the hook input has no transcript_path")
-    request = {"op": "capture", "transcript_path": str(path), "session_key": _session_of(payload)}
-    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
-    if reply is not None:
-        log.info("capture by a running server: %s", loggable(reply.get("message")))
+    request = _transcript_request(payload, "capture")
+    if _asked_server(settings, request, "capture"):
         return ""
     from mcp_memory.memory import Memory
 
@@ -191,16 +186,30 @@ def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
     return ""  # Stop hooks print nothing: stdout there is not for the model
 
 
+def _transcript_request(payload: dict[str, Any], op: str) -> dict[str, Any]:
+    """The bridge request of a hook that reads the transcript; ValueError when the input names none."""
+    path = payload.get("transcript_path")
+    if not path:
+        raise ValueError("the hook input has no transcript_path")
+    return {"op": op, "transcript_path": str(path), "session_key": _session_of(payload)}
+
+
+def _asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool:
+    """Whether a running server did ``request`` (its index and model are warm); logs its answer."""
+    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
+    if reply is None:
+        return False
+    log.info("%s by a running server: %s", what, loggable(reply.get("message")))
+    return True
+
+
 def _claude_code_session_end(settings: Settings, payload: dict[str, Any]) -> str:
     """Capture the last turn, then write the session's episode: by a running server if any, else here.
 
     A running server has the index open, so the episode is indexed in milliseconds instead of
     after loading the index (and the model) in this process; both paths run ``end_session``.
     """
-    path = payload.get("transcript_path")
-    if not path:
-        raise ValueError("the hook input has no transcript_path")
-    request = {"op": "session-end", "transcript_path": str(path), "session_key": _session_of(payload)}
+    request = _transcript_request(payload, "session-end")
     reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
     if reply is not None:
         capture = reply.get("capture")
@@ -246,13 +255,9 @@ def _claude_code_pre_compact(settings: Settings, payload: dict[str, Any]) -> str
     As at session end, a running server has the index and model warm, so the rescued lines are
     deduplicated and indexed in milliseconds; both paths run ``rescue_transcript``.
     """
-    path = payload.get("transcript_path")
-    if not path:
-        raise ValueError("the hook input has no transcript_path")
-    request = {"op": "pre-compact", "transcript_path": str(path), "session_key": _session_of(payload) or ""}
-    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
-    if reply is not None:
-        log.info("rescue by a running server: %s", loggable(reply.get("message")))
+    request = _transcript_request(payload, "pre-compact")
+    request["session_key"] = request["session_key"] or ""
+    if _asked_server(settings, request, "rescue"):
         return ""
     from mcp_memory.memory import Memory
 

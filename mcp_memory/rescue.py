@@ -31,7 +31,7 @@ from mcp_memory.hits import MemoryLine
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.similarity import memory_body
-from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message
+from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message, content_text
 
 if TYPE_CHECKING:
     from mcp_memory.edits import Editor
@@ -185,7 +185,7 @@ class _Finder:
 
     def _tool_result(self, block: dict[str, Any]) -> None:
         use_id = str(block.get("tool_use_id"))
-        text = _content_text(block.get("content"))
+        text = content_text(block.get("content"))
         if block.get("is_error"):
             first = next((line.strip() for line in text.splitlines() if line.strip()), "")
             if first:
@@ -217,14 +217,6 @@ class _Finder:
                                                          if len(self.files) > _MAX_FILES else "")
             found.append(RescuedItem("files", f"files touched: {shown}"))
         return found
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return ""
 
 
 def bounded(items: list[RescuedItem], limit: int = MAX_ITEMS) -> list[RescuedItem]:

@@ -57,7 +57,7 @@ def message_from_record(record: Any) -> Message | None:
     role = _ROLES.get(str(body.get("role") or record.get("type") or "").lower())
     if role is None:
         return None
-    text = _text_of(body.get("content"))
+    text = content_text(body.get("content"))
     if not text.strip():
         return None
     return Message(role, text)
@@ -117,7 +117,8 @@ def _tail(messages: Iterable[Message], last: int | None) -> Iterable[Message]:
     return deque(messages, maxlen=last) if last else list(messages)
 
 
-def _text_of(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text blocks of a list of blocks."""
     if isinstance(content, str):
         return content
     if isinstance(content, dict):
