@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.transcripts import content_text, jsonl_records
+from mcp_memory.transcripts import claude_record, content_text, jsonl_records
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
     from mcp_memory.edits import Editor
@@ -414,7 +414,7 @@ def episode_from_transcript(path: str | Path, session_key: str = "", client: str
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     try:
         with path.open("rb") as handle:
-            for record in jsonl_records(handle):
+            for record in map(claude_record, jsonl_records(handle)):
                 if isinstance(record, dict) and not record.get("isSidechain"):
                     yield record
     except OSError as exc:

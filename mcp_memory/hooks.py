@@ -8,7 +8,8 @@ transcript at ``transcript_path``. ``session-end`` (on ``SessionEnd``) captures 
 the session's episode from the transcript (``episodes.py``). ``pre-compact`` (on ``PreCompact``)
 writes what the coming compaction would lose: decisions, open tasks, fixes (``rescue.py``).
 ``session-start`` (on ``SessionStart``) prints the pinned rules of MEMORY.md and a new note of
-the sleep cycle as ``additionalContext`` (``rules.py``).
+the sleep cycle as ``additionalContext`` (``rules.py``). ``mcp-memory hook openclaw <event>``
+does the same for OpenClaw's plugin hooks (``openclaw_hooks.py``) through the same functions.
 
 Both first ask a running ``mcp-memory serve`` of the workspace through the loopback bridge
 (warm index and model: tens of milliseconds). With none running, recall answers from the
@@ -126,9 +127,13 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
     started = time.perf_counter()
     try:
         payload = _read_payload(stdin)
-        if client != "claude-code":
+        if client == "openclaw":
+            from mcp_memory.openclaw_hooks import run_openclaw_hook
+
+            output = run_openclaw_hook(settings, event, payload)
+        elif client != "claude-code":
             raise ValueError(f"unknown client {client!r}")
-        if event == "prompt":
+        elif event == "prompt":
             output = _claude_code_prompt(settings, payload)
         elif event == "stop":
             output = _claude_code_stop(settings, payload)
@@ -151,8 +156,17 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
 
 
 def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
-    prompt = str(payload.get("prompt") or "")
-    session = _session_of(payload)
+    context = recall_context(settings, str(payload.get("prompt") or ""), _session_of(payload))
+    if not context:
+        return ""
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}},
+        ensure_ascii=False,
+    )
+
+
+def recall_context(settings: Settings, prompt: str, session: str | None) -> str:
+    """The ``<relevant-memories>`` block for a prompt: from a running server, else from keywords here."""
     if len(prompt.strip()) < settings.recall.min_prompt_chars:
         return ""
     request = {"op": "recall", "prompt": prompt, "session_key": session}
@@ -166,24 +180,23 @@ def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
 
         context = Memory(settings).recall(prompt, session_key=session, keywords_only=True)
         log.info("recall answered in-process from keywords (%d characters)", len(context))
-    if not context:
-        return ""
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}},
-        ensure_ascii=False,
-    )
+    return context
 
 
 def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
-    request = _transcript_request(payload, "capture")
-    if _asked_server(settings, request, "capture"):
-        return ""
+    capture_turn(settings, _transcript_request(payload, "capture"))
+    return ""  # Stop hooks print nothing: stdout there is not for the model
+
+
+def capture_turn(settings: Settings, request: dict[str, Any]) -> None:
+    """Capture the latest messages a ``capture`` request names: by a running server if any, else here."""
+    if asked_server(settings, request, "capture"):
+        return
     from mcp_memory.memory import Memory
 
     with Memory(settings) as memory:
         result = capture_transcript(memory, request)
     log.info("capture in-process: %s", result.message)
-    return ""  # Stop hooks print nothing: stdout there is not for the model
 
 
 def _transcript_request(payload: dict[str, Any], op: str) -> dict[str, Any]:
@@ -194,7 +207,7 @@ def _transcript_request(payload: dict[str, Any], op: str) -> dict[str, Any]:
     return {"op": op, "transcript_path": str(path), "session_key": _session_of(payload)}
 
 
-def _asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool:
+def asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool:
     """Whether a running server did ``request`` (its index and model are warm); logs its answer."""
     reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
     if reply is None:
@@ -204,26 +217,29 @@ def _asked_server(settings: Settings, request: dict[str, Any], what: str) -> boo
 
 
 def _claude_code_session_end(settings: Settings, payload: dict[str, Any]) -> str:
+    finish_session(settings, _transcript_request(payload, "session-end"))
+    return ""
+
+
+def finish_session(settings: Settings, request: dict[str, Any]) -> None:
     """Capture the last turn, then write the session's episode: by a running server if any, else here.
 
     A running server has the index open, so the episode is indexed in milliseconds instead of
     after loading the index (and the model) in this process; both paths run ``end_session``.
     """
-    request = _transcript_request(payload, "session-end")
     reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
     if reply is not None:
         capture = reply.get("capture")
         log.info("capture by a running server: %s", loggable(capture.get("message") if isinstance(capture, dict)
                                                             else "failed"))
         log.info("session end by a running server: episode %s", loggable(reply.get("episode")))
-        return ""
+        return
     from mcp_memory.memory import Memory
 
     with Memory(settings) as memory:
         result = end_session(memory, request)
     log.info("capture in-process: %s", (result["capture"] or {}).get("message", "failed"))
     log.info("session end in-process: episode %s", result.get("episode"))
-    return ""
 
 
 def end_session(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
@@ -250,21 +266,25 @@ def end_session(memory: Memory, request: dict[str, Any], include_private: bool =
 
 
 def _claude_code_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
+    request = _transcript_request(payload, "pre-compact")
+    request["session_key"] = request["session_key"] or ""
+    rescue_before_compaction(settings, request)
+    return ""  # PreCompact output is not for the model
+
+
+def rescue_before_compaction(settings: Settings, request: dict[str, Any]) -> None:
     """Rescue what the coming compaction would lose: by a running server if any, else here.
 
     As at session end, a running server has the index and model warm, so the rescued lines are
     deduplicated and indexed in milliseconds; both paths run ``rescue_transcript``.
     """
-    request = _transcript_request(payload, "pre-compact")
-    request["session_key"] = request["session_key"] or ""
-    if _asked_server(settings, request, "rescue"):
-        return ""
+    if asked_server(settings, request, "rescue"):
+        return
     from mcp_memory.memory import Memory
 
     with Memory(settings) as memory:
         result = rescue_transcript(memory, request)
     log.info("rescue in-process: %s", result.get("message"))
-    return ""  # PreCompact output is not for the model
 
 
 def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:

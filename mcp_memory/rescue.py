@@ -31,7 +31,7 @@ from mcp_memory.hits import MemoryLine
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.similarity import memory_body
-from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message, content_text
+from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message, claude_record, content_text
 
 if TYPE_CHECKING:
     from mcp_memory.edits import Editor
@@ -43,8 +43,8 @@ MAX_CHARS = 300
 MAX_SESSIONS_KEPT = 200  # sessions remembered in rescues.json
 STATE_FILE = "rescues.json"
 KINDS = ("decision", "task", "fix", "command", "error", "files")  # also the order of priority
-_EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
-_SHELL_TOOLS = {"Bash", "BashOutput", "Shell"}
+_EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "edit", "write", "apply_patch"}  # Claude Code, OpenClaw
+_SHELL_TOOLS = {"Bash", "BashOutput", "Shell", "exec", "bash"}
 _MAX_FILES = 12
 
 _PATTERNS: dict[str, re.Pattern[str]] = {
@@ -123,7 +123,7 @@ def find_rescuable(messages_or_records: Iterable[Message | dict[str, Any]]) -> l
         if isinstance(entry, Message):
             finder.text(entry.content)
         elif isinstance(entry, dict):
-            finder.record(entry)
+            finder.record(claude_record(entry))
     return finder.items()
 
 
@@ -177,7 +177,7 @@ class _Finder:
         if not isinstance(data, dict):
             return
         if name in _EDIT_TOOLS:
-            path = data.get("file_path") or data.get("notebook_path")
+            path = data.get("file_path") or data.get("notebook_path") or data.get("path")
             if isinstance(path, str) and path.strip() and path not in self.files:
                 self.files.append(path.strip())
         elif name in _SHELL_TOOLS and isinstance(data.get("command"), str):
@@ -257,6 +257,7 @@ def _json_lines(handle: Any) -> Iterator[dict[str, Any]]:
             record = json.loads(raw.decode("utf-8", "replace"))
         except (json.JSONDecodeError, RecursionError):
             continue
+        record = claude_record(record)
         if isinstance(record, dict):
             yield record
 

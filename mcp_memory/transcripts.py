@@ -134,3 +134,38 @@ def content_text(content: Any) -> str:
             if isinstance(text, str):
                 parts.append(text)
     return "\n".join(parts)
+
+
+def claude_record(record: Any) -> Any:
+    """An OpenClaw session record in the Claude Code shape the episode and rescue readers walk.
+
+    OpenClaw writes tool calls as ``toolCall`` blocks (``id``, ``name``, ``arguments``) in an
+    assistant message, their results as messages of role ``toolResult`` (``toolCallId``,
+    ``isError``), and a compaction as a ``{"type": "compaction"}`` record. Claude Code writes
+    ``tool_use`` blocks (``input``), ``tool_result`` blocks (``tool_use_id``, ``is_error``) in a
+    user message, and a ``compact_boundary`` system record. Anything else comes back unchanged.
+    """
+    if not isinstance(record, dict):
+        return record
+    if record.get("type") == "compaction":
+        return {"type": "system", "subtype": "compact_boundary", "timestamp": record.get("timestamp")}
+    message = record.get("message")
+    if record.get("type") != "message" or not isinstance(message, dict):
+        return record
+    role = message.get("role")
+    if role == "toolResult":
+        block = {"type": "tool_result", "tool_use_id": message.get("toolCallId"),
+                 "is_error": bool(message.get("isError")), "content": message.get("content")}
+        return {**record, "type": "user", "message": {"role": "user", "content": [block]}}
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [_claude_block(block) for block in content]
+    return {**record, "type": role if isinstance(role, str) else "message",
+            "message": {**message, "content": content}}
+
+
+def _claude_block(block: Any) -> Any:
+    if isinstance(block, dict) and block.get("type") == "toolCall":
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name"),
+                "input": block.get("arguments")}
+    return block

@@ -78,3 +78,20 @@ def test_claude_code_plugin_layout():
     assert plugin["name"] == "mcp-memory" and plugin["version"] == mcp_memory.__version__
     server = _servers(json.loads((root / ".mcp.json").read_text(encoding="utf-8")))["memory"]
     assert server["env"]["MCP_MEMORY_WORKSPACE"] == "~/memory"
+
+
+def test_openclaw_plugin_layout():
+    root = MANIFESTS / "openclaw-plugin"
+    package = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    manifest = json.loads((root / "openclaw.plugin.json").read_text(encoding="utf-8"))
+    assert package["type"] == "module" and package["version"] == mcp_memory.__version__
+    (entry,) = package["openclaw"]["extensions"]
+    assert (root / entry).is_file()
+    # OpenClaw refuses a plugin manifest without an id and a JSON Schema for its config.
+    assert manifest["id"] == "mcp-memory" and manifest["configSchema"]["type"] == "object"
+    source = (root / entry).read_text(encoding="utf-8")
+    # Every event the plugin runs is one the hook command knows.
+    from mcp_memory.openclaw_hooks import EVENTS
+
+    for event in EVENTS:
+        assert f'"{event}"' in source
