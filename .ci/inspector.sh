@@ -24,6 +24,8 @@ export npm_config_update_notifier=false
 mkdir -p "$HOME" "$INSTALL_DIR"
 # No user settings leak into the server under test.
 while IFS= read -r name; do unset "$name"; done < <(compgen -e | grep '^MCP_MEMORY_' || true)
+# Each Inspector call spawns a stdio front; the warm process behind it goes seconds after the last.
+export MCP_MEMORY_WARM_IDLE_MINUTES=0.05
 
 installed_version() {
     "$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \

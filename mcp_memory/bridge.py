@@ -8,6 +8,10 @@ prompt hook may add, while the MCP server the same client started has them warm.
 and the identity of the process (boot id and start time, where ``/proc`` tells them). When
 no server answers, the hook falls back to working in-process (keyword-only for recall).
 
+The warm process of a workspace (``warm_server.py``) runs the same bridge with one more
+operation: a request ``{"op": "stream", ...}`` that it accepts turns its connection, after the
+proven reply, into a stream of MCP JSON-RPC lines to and from a stdio front (``front.py``).
+
 Protocol: one connection, three lines of ASCII JSON.
 
 1. server → hook: ``{"bridge": "mcp-memory", "v": 2, "challenge": C}``
@@ -65,11 +69,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, Protocol, TypeGuard
 
 log = logging.getLogger(__name__)
 
 BRIDGE_DIRNAME = "bridges"
+STREAM_OP = "stream"  # a request that turns its connection into an MCP stream (warm process only)
 PROTOCOL_VERSION = 2
 MAX_REQUEST_BYTES = 1024 * 1024  # transcripts travel by path, so requests are small
 MAX_REPLY_BYTES = 8 * 1024 * 1024
@@ -91,6 +96,16 @@ _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class StreamHandler(Protocol):
+    """Takes over connections that asked for an MCP stream (the warm process)."""
+
+    def refusal(self, request: dict[str, Any]) -> str | None:
+        """Why the stream ``request`` asks for cannot be served (None: it can)."""
+
+    def __call__(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        """Serve ``conn`` (now the handler's to close); must return promptly."""
+
+
 class BridgeError(ValueError):
     """A bridge exchange that cannot go on: bad input from the other side, or a refusal."""
 
@@ -108,9 +123,12 @@ class BridgeServer:
     """
 
     def __init__(self, index_dir: Path, handler: Handler, max_connections: int = MAX_CONNECTIONS,
-                 request_deadline: float = REQUEST_DEADLINE):
+                 request_deadline: float = REQUEST_DEADLINE, streams: StreamHandler | None = None,
+                 about: dict[str, Any] | None = None):
         self.folder = Path(index_dir) / BRIDGE_DIRNAME
         self.handler = handler
+        self.streams = streams  # takes over authenticated "stream" connections (the warm process)
+        self.about = dict(about or {})  # more fields for the bridge file (role, settings digest)
         self.token = secrets.token_urlsafe(24)
         self.info_path = self.folder / f"{os.getpid()}.json"
         self.max_connections = max_connections
@@ -139,8 +157,8 @@ class BridgeServer:
             self._thread.start()
             self.folder.mkdir(parents=True, exist_ok=True)
             _write_private(self.info_path, json.dumps({
-                "pid": os.getpid(), "port": self.port, "token": self.token,
-                "identity": process_identity(os.getpid()), "started": time.time(),
+                **self.about, "pid": os.getpid(), "port": self.port, "token": self.token,
+                "identity": process_identity(os.getpid()), "started": time.time(), "uid": _uid(),
             }))
         except BaseException:
             self.stop()
@@ -218,7 +236,9 @@ class BridgeServer:
             _close(conn)
 
     # ----- one connection
-    def _serve(self, conn: socket.socket, accepted: float) -> None:
+    def _serve(self, conn: socket.socket | None, accepted: float) -> None:
+        assert conn is not None
+        stream: dict[str, Any] | None = None
         try:
             challenge = secrets.token_hex(NONCE_HEX // 2)
             deadline = accepted + self.request_deadline
@@ -230,38 +250,55 @@ class BridgeServer:
             except _LineTooLong:
                 reply = self._refusal("request too large")
             else:
-                reply = self._answer(line, challenge)
+                reply, stream = self._answer(line, challenge)
             _send_line(conn, reply, time.monotonic() + REPLY_SEND_TIMEOUT)
+            if stream is not None and self.streams is not None:
+                # The connection now carries MCP messages: it is the stream handler's to close.
+                conn.settimeout(None)
+                handed, conn = conn, None
+                self.streams(handed, stream)
         except OSError:
             pass  # the client went away, or stopped reading
         except Exception:  # a bug must not end the bridge, nor leak the slot
             log.warning("hook bridge connection failed", exc_info=True)
         finally:
-            _close(conn)
+            if conn is not None:
+                _close(conn)
             self._slots.release()
 
-    def _answer(self, line: bytes, challenge: str) -> dict[str, Any]:
-        """The reply line to one request line: a refusal, or a reply with its proof."""
+    def _answer(self, line: bytes, challenge: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The reply line to one request line (a refusal, or a reply with its proof), and the
+        request when it opened a stream."""
         try:
             envelope = _loads_object(line)
         except BridgeError as exc:
-            return self._refusal(f"bad request: {exc}")
+            return self._refusal(f"bad request: {exc}"), None
         nonce, body, mac = envelope.get("nonce"), envelope.get("body"), envelope.get("mac")
         if not (_is_hex(nonce, NONCE_HEX) and isinstance(body, str) and _is_hex(mac, MAC_HEX)):
-            return self._refusal("bad request: expected nonce, body and mac (see mcp_memory.bridge)")
+            return self._refusal("bad request: expected nonce, body and mac (see mcp_memory.bridge)"), None
         if not hmac.compare_digest(_mac(self.token, _REQUEST_LABEL, challenge, nonce, body), mac):
-            return self._refusal("bad token")
+            return self._refusal("bad token"), None
         # Authenticated from here on: every reply carries a proof.
-        return self._sealed(self._run(body), challenge, nonce)
+        reply, request = self._run(body)
+        stream = request if reply.get("ok") is True and reply.get("stream") is True else None
+        return self._sealed(reply, challenge, nonce), stream
 
-    def _run(self, body: str) -> dict[str, Any]:
+    def _run(self, body: str) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
             request = _loads_object(body)
         except BridgeError as exc:
-            return {"ok": False, "error": f"bad request: {exc}"}
+            return {"ok": False, "error": f"bad request: {exc}"}, {}
+        return self._reply_to(request), request
+
+    def _reply_to(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if not isinstance(op, str):
             return {"ok": False, "error": "bad request: op must be a string"}
+        if op == STREAM_OP:
+            if self.streams is None:
+                return {"ok": False, "error": "this server takes no streams"}
+            refusal = self.streams.refusal(request)
+            return {"ok": False, "error": refusal} if refusal else {"ok": True, "stream": True}
         try:
             result = self.handler(request)
         except ValueError as exc:  # a request the handler cannot answer as asked: no traceback
@@ -314,16 +351,26 @@ class BridgeInfo:
     port: int
     token: str
     identity: str | None
+    role: str = "server"  # "warm": the shared warm process of the workspace (it takes streams)
+    settings: str = ""  # digest of the settings it serves with (warm processes only)
+    started: float = 0.0  # when it started (seconds since the epoch)
 
 
-def call_bridge(index_dir: Path, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
+def call_bridge(index_dir: Path, request: dict[str, Any], timeout: float = 5.0,
+                settings_digest: str | None = None) -> dict[str, Any] | None:
     """Send ``request`` to a running server of this index; its proven reply, or None.
 
     None when no believable server answers within ``timeout`` seconds in all, or when the
-    one that answers refuses (``ok`` false): the caller then works in-process.
+    one that answers refuses (``ok`` false): the caller then works in-process. With
+    ``settings_digest``, a warm process serving other settings is not asked. Warm processes
+    are asked first: they hold the memory for every client of the workspace.
     """
     deadline = time.monotonic() + timeout
-    for info in _bridge_infos(Path(index_dir) / BRIDGE_DIRNAME):
+    infos = bridge_infos(Path(index_dir) / BRIDGE_DIRNAME)
+    infos.sort(key=lambda info: info.role != "warm")  # stable: newest first within each kind
+    for info in infos:
+        if settings_digest is not None and info.role == "warm" and info.settings != settings_digest:
+            continue
         state = owner_state(info)
         if state != "alive":
             if state == "stale":
@@ -350,19 +397,43 @@ def exchange(port: int, token: str, request: dict[str, Any], timeout: float) -> 
     Raises ``BridgeError`` (a refusal, or a reply without a valid proof) or ``OSError``.
     """
     deadline = time.monotonic() + timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=max(0.01, min(timeout, CONNECT_TIMEOUT))) as conn:
+        return _ask(conn, token, request, deadline)
+
+
+def open_stream(info: BridgeInfo, request: dict[str, Any], timeout: float) -> socket.socket:
+    """A connection to the bridge of ``info`` that carries MCP messages from now on.
+
+    The warm process proves it holds the token exactly as for a request; what comes later on
+    the same connection can only come from the process that gave that proof (a loopback TCP
+    connection cannot be taken over). Raises ``BridgeError`` or ``OSError``.
+    """
+    deadline = time.monotonic() + timeout
+    conn = socket.create_connection(("127.0.0.1", info.port), timeout=max(0.01, min(timeout, CONNECT_TIMEOUT)))
+    try:
+        reply = _ask(conn, info.token, {**request, "op": STREAM_OP}, deadline)
+        if reply.get("ok") is not True or reply.get("stream") is not True:
+            raise BridgeError(f"no stream: {loggable(reply.get('error'))}")
+        conn.settimeout(None)
+        return conn
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _ask(conn: socket.socket, token: str, request: dict[str, Any], deadline: float) -> dict[str, Any]:
+    """One authenticated request on ``conn``: the reply, proven to come from ``token``'s holder."""
     body = json.dumps(request, ensure_ascii=True)
     if len(body) > MAX_REQUEST_BYTES - 256:
         raise BridgeError("request too large")
-    with socket.create_connection(("127.0.0.1", port), timeout=max(0.01, min(timeout, CONNECT_TIMEOUT))) as conn:
-        greeting = _loads_object(_read_line(conn, MAX_GREETING_BYTES,
-                                            min(deadline, time.monotonic() + GREETING_TIMEOUT)))
-        challenge = greeting.get("challenge")
-        if greeting.get("bridge") != "mcp-memory" or not _is_hex(challenge, NONCE_HEX):
-            raise BridgeError("the listener is not an mcp-memory bridge")
-        nonce = secrets.token_hex(NONCE_HEX // 2)
-        _send_line(conn, {"nonce": nonce, "body": body,
-                          "mac": _mac(token, _REQUEST_LABEL, challenge, nonce, body)}, deadline)
-        envelope = _loads_object(_read_line(conn, MAX_REPLY_BYTES, deadline))
+    greeting = _loads_object(_read_line(conn, MAX_GREETING_BYTES, min(deadline, time.monotonic() + GREETING_TIMEOUT)))
+    challenge = greeting.get("challenge")
+    if greeting.get("bridge") != "mcp-memory" or not _is_hex(challenge, NONCE_HEX):
+        raise BridgeError("the listener is not an mcp-memory bridge")
+    nonce = secrets.token_hex(NONCE_HEX // 2)
+    _send_line(conn, {"nonce": nonce, "body": body,
+                      "mac": _mac(token, _REQUEST_LABEL, challenge, nonce, body)}, deadline)
+    envelope = _loads_object(_read_line(conn, MAX_REPLY_BYTES, deadline))
     reply_body, proof = envelope.get("body"), envelope.get("mac")
     if proof is None and "body" not in envelope:
         raise BridgeError(f"refused: {loggable(envelope.get('error'))}")
@@ -414,8 +485,8 @@ def _boot_id() -> str:
         return ""
 
 
-def _bridge_infos(folder: Path) -> list[BridgeInfo]:
-    """The readable bridge files of ``folder``, newest first."""
+def bridge_infos(folder: Path) -> list[BridgeInfo]:
+    """The readable bridge files of ``folder`` written by this user, newest first."""
     infos: list[tuple[float, BridgeInfo]] = []
     try:
         entries = list(folder.glob("*.json"))
@@ -423,7 +494,10 @@ def _bridge_infos(folder: Path) -> list[BridgeInfo]:
         return []
     for entry in entries:
         try:
-            mtime = entry.stat().st_mtime
+            stat = entry.stat()
+            if hasattr(os, "getuid") and stat.st_uid != os.getuid():
+                continue  # another user's server: never asked, never removed
+            mtime = stat.st_mtime
             data = json.loads(entry.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             continue
@@ -441,7 +515,10 @@ def _info_from(path: Path, data: Any) -> BridgeInfo | None:
         return None
     if not (isinstance(token, str) and token) or not (identity is None or isinstance(identity, str)):
         return None
-    return BridgeInfo(path, pid, port, token, identity)
+    role, digest, started = data.get("role", "server"), data.get("settings", ""), data.get("started", 0.0)
+    if not (isinstance(role, str) and isinstance(digest, str) and isinstance(started, (int, float))):
+        return None
+    return BridgeInfo(path, pid, port, token, identity, role, digest, float(started))
 
 
 # ----- shared -----------------------------------------------------------------------------------
@@ -537,6 +614,10 @@ class _Throttle:
                 return None
             suppressed, self._suppressed, self._last = self._suppressed, 0, now
             return suppressed
+
+
+def _uid() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -238,8 +238,11 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         if not args.no_sync:
             memory.sync()
         status = memory.status()
+    from mcp_memory.warm import describe_processes, serving_processes
+
+    processes = serving_processes(settings)
     if args.json:
-        print(json.dumps(status.to_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps({**status.to_dict(), "processes": processes}, ensure_ascii=False, indent=2))
         return 0
     embedder = status.embedder
     share = status.embedded_share
@@ -257,6 +260,7 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     if status.last_rebuild_reason:
         rows.append(("last rebuild", status.last_rebuild_reason))
     rows.append(("degraded", "; ".join(status.degraded) or "no"))
+    rows.append(("served by", describe_processes(processes)))
     if status.rules is not None:
         rules = status.rules
         rows.append(("rules", f"{rules['pinned']} pinned" if rules["pinning"] else "pinning off"))
@@ -276,15 +280,20 @@ def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         else:
             before = after = memory.doctor()
         rule_warnings = memory.pinned_rules().warnings
+    from mcp_memory.warm import describe_processes, serving_processes
+
+    processes = serving_processes(settings)
     if args.json:
         data: dict[str, Any] = {"before": before.to_dict(), "after": after.to_dict()} if args.repair \
             else after.to_dict()
         data["rule_warnings"] = rule_warnings
+        data["processes"] = processes
         print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
         return 0 if after.healthy else 1
     print(f"files: {after.files_on_disk} on disk, {after.files_indexed} indexed; rows {after.rows}, "
           f"keyword documents {after.keyword_documents}, waiting for a vector {after.missing_vectors}")
     print("locks: " + ", ".join(f"{name} {state}" for name, state in after.locks.items()))
+    print(f"served by: {describe_processes(processes)}")
     if args.repair:
         print(f"found {len(before.problems)} problems" + (", rebuilt the index" if before.needs_rebuild else "")
               + f"; {len(after.problems)} remain")
@@ -344,11 +353,26 @@ def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
 
 def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.hooks import run_hook
+    from mcp_memory.warm import command_line_options
 
-    return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout)
+    return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout,
+                    command_line_options(_overrides(args), getattr(args, "config", None)))
 
 
 def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    if args.transport == "stdio" and settings.warm.enabled and not args.no_bridge:
+        # A thin front to the workspace's warm process: no SDK, no index, no model here.
+        from mcp_memory.front import Front, FrontError
+        from mcp_memory.warm import command_line_options
+
+        warm_options = command_line_options(_overrides(args), getattr(args, "config", None))
+        front = Front(settings, warm_options, shared=args.shared)
+        try:
+            front.start()
+        except FrontError as exc:
+            log.warning("serving in this process: %s", exc)
+        else:
+            return front.run()
     # Lazy, as for every command: the server imports the MCP SDK (about a second) that others never need.
     from mcp_memory.server.serve import ServeError, ServeOptions, serve
 
@@ -363,6 +387,14 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     except ServeError as exc:
         raise _UserError(str(exc)) from None
     return 0
+
+
+def _cmd_warm(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.warm_server import WarmProcess
+
+    if not getattr(args, "verbose", 0):
+        logging.getLogger("mcp_memory").setLevel(logging.INFO)  # its stderr is <index_dir>/warm.log
+    return WarmProcess(settings).run()
 
 
 # ----- plumbing ----------------------------------------------------------------------------
@@ -503,8 +535,12 @@ def _add_serve_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--allowed-origin", action="append", default=None,
                    help="browser Origin accepted when listening beyond loopback (repeatable; default none)")
     p.add_argument("--no-bridge", action="store_true",
-                   help="do not answer hooks on a loopback port (they then work in-process)")
+                   help="no loopback port: neither answer hooks nor forward to the warm process (serve alone)")
     p.set_defaults(handler=_cmd_serve)
+
+    p = sub.add_parser("warm", parents=[common],
+                       help="the workspace's shared warm process (started by serve and the hooks; exits when idle)")
+    p.set_defaults(handler=_cmd_warm)
 
 
 def _add_doctor_command(sub: _Commands, common: argparse.ArgumentParser) -> None:

@@ -171,6 +171,17 @@ class RulesSettings:
 
 
 @dataclass
+class WarmSettings:
+    # One warm background process per workspace and user holds the index and the model for all
+    # the stdio servers and hooks of the workspace: `serve` over stdio becomes a thin front that
+    # forwards to it, and hooks ask it (starting it when none runs). false: every server and
+    # hook works in its own process, as when no background process is allowed.
+    enabled: bool = True
+    idle_minutes: float = 10.0  # it exits after this long with no client connected and no request
+    max_clients: int = 64  # stdio fronts it serves at once
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -196,6 +207,7 @@ class Settings:
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
+    warm: WarmSettings = field(default_factory=WarmSettings)
 
     @property
     def index_dir(self) -> Path:
@@ -230,7 +242,7 @@ def default_workspace() -> Path:
 _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
     "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
-    "sleep": SleepSettings, "sessions": SessionsSettings,
+    "sleep": SleepSettings, "sessions": SessionsSettings, "warm": WarmSettings,
     "privacy": PrivacySettings, "episodes": EpisodeSettings,
     "rules": RulesSettings,
 }
@@ -368,6 +380,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("chunking.overlap must be between 0 and chunking.tokens - 1")
     if s.search.max_results < 1:
         raise ConfigError("search.max_results must be at least 1")
+    if s.warm.idle_minutes <= 0 or s.warm.max_clients < 1:
+        raise ConfigError("warm.idle_minutes must be positive and warm.max_clients at least 1")
     if s.search.candidate_multiplier < 1:
         raise ConfigError("search.candidate_multiplier must be at least 1")
     if s.search.citation_lines < 1:

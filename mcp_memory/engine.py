@@ -59,13 +59,20 @@ class Engine:
         self._embedder_arg = embedder
         self._opened = False
         self._open_lock = threading.Lock()
+        self._model_loading: threading.Thread | None = None
         self._generation: str | None = None  # of the search snapshot; None: load it whole
         self._snapshot_lock = threading.Lock()
         # Refresh the snapshot by the changed files' rows when possible (off: always reload it whole).
         self.incremental_snapshot = True
 
     # ----- opening -------------------------------------------------------------------------
-    def open(self) -> Engine:
+    def open(self, warm: bool = False) -> Engine:
+        """Open the index; ``warm`` also starts loading the model's weights in the background.
+
+        A server opens with ``warm``: the weights load while LanceDB is imported and the index
+        opened (about a second each, mostly in native code and I/O), so that a cold start pays
+        about the longer of the two rather than their sum. ``warm_up`` waits for them.
+        """
         with self._open_lock:
             if self._opened:
                 return self
@@ -74,6 +81,10 @@ class Engine:
             index_dir.mkdir(parents=True, exist_ok=True)
             self.embedder = self._load_embedder()
             dims = self.embedder.dimensions if self.embedder else 0
+            if warm and self._model_loading is None:
+                self._model_loading = threading.Thread(target=self._warm_embedder, name="mcp-memory-warm-model",
+                                                       daemon=True)
+                self._model_loading.start()
             self.state = IndexState(index_dir / "state.sqlite")
             self.cache = EmbeddingCache(index_dir / "embeddings.sqlite")
             self.vectors = VectorStore(self.settings.vector_uri, dims)
@@ -114,12 +125,18 @@ class Engine:
     def warm_up(self) -> None:
         """Pay one-time costs now rather than on the first search (model weights, snapshot)."""
         self.open()
+        self.refresh_snapshot()
+        if self._model_loading is not None:
+            self._model_loading.join()  # started by open(warm=True)
+        else:
+            self._warm_embedder()
+
+    def _warm_embedder(self) -> None:
         if self.embedder is not None:
             try:
                 self.embedder.embed_query("warm up")
             except EmbeddingError as exc:
                 self.note_degraded(f"query embedding failed: {exc}")
-        self.refresh_snapshot()
 
     # ----- indexing ------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, only: set[str] | None = None) -> SyncReport:

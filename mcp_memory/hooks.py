@@ -50,9 +50,16 @@ log = logging.getLogger(__name__)
 
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
-RECALL_TIMEOUT = 2.0  # seconds a prompt hook waits for a running server before answering alone
+# Seconds a prompt hook waits for the warm process (started by it when none runs) before answering
+# alone from keywords: a cold start of the warm process takes about two seconds.
+RECALL_TIMEOUT = 2.2
 CAPTURE_TIMEOUT = 60.0
 MAX_RECALLED = 100  # more memories than any recall budget holds: a longer list is not a real reply
+
+
+# The command line's settings options (``--config``, ``--embedder``...), for a warm process a hook
+# starts: it must compute the same settings as the hook (set by ``run_hook``).
+warm_options: list[str] = []
 
 
 class BadRequest(ValueError):
@@ -121,9 +128,14 @@ def turn_key(session_key: Any, messages: list[Any]) -> str:
 
 
 # ----- client side: the hook commands ---------------------------------------------------------
-def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout: IO[str]) -> int:
-    """Run one hook; always returns 0 (a failing hook must not disturb the client)."""
+def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout: IO[str],
+             options: list[str] | None = None) -> int:
+    """Run one hook; always returns 0 (a failing hook must not disturb the client).
+
+    ``options`` are the command line's settings options, given to a warm process it starts.
+    """
     _log_to_file(settings.index_dir / "hooks.log")
+    warm_options[:] = options or []
     started = time.perf_counter()
     try:
         payload = _read_payload(stdin)
@@ -170,7 +182,7 @@ def recall_context(settings: Settings, prompt: str, session: str | None) -> str:
     if len(prompt.strip()) < settings.recall.min_prompt_chars:
         return ""
     request = {"op": "recall", "prompt": prompt, "session_key": session}
-    reply = call_bridge(settings.index_dir, request, timeout=RECALL_TIMEOUT)
+    reply = ask_warm(settings, request, RECALL_TIMEOUT)
     hits = _recalled(reply) if reply is not None else None
     if hits is not None:
         context = format_recall(hits, settings.recall.budget_chars)
@@ -181,6 +193,26 @@ def recall_context(settings: Settings, prompt: str, session: str | None) -> str:
         context = Memory(settings).recall(prompt, session_key=session, keywords_only=True)
         log.info("recall answered in-process from keywords (%d characters)", len(context))
     return context
+
+
+def ask_warm(settings: Settings, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """The proven reply of the workspace's warm process (or of a running server) to ``request``.
+
+    With none running, the warm process is started and asked once it listens, all within
+    ``timeout`` seconds; so the session's first hook is already answered from the index and
+    the model, and every later one in tens of milliseconds. None: answer in this process.
+    """
+    from mcp_memory.warm import ensure_warm, settings_digest
+
+    deadline = time.monotonic() + timeout
+    digest = settings_digest(settings)
+    reply = call_bridge(settings.index_dir, request, timeout=timeout, settings_digest=digest)
+    if reply is not None or not settings.warm.enabled:
+        return reply
+    if ensure_warm(settings, warm_options, max(0.0, deadline - time.monotonic())) is None:
+        return None
+    return call_bridge(settings.index_dir, request, timeout=max(0.0, deadline - time.monotonic()),
+                       settings_digest=digest)
 
 
 def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
@@ -209,7 +241,7 @@ def _transcript_request(payload: dict[str, Any], op: str) -> dict[str, Any]:
 
 def asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool:
     """Whether a running server did ``request`` (its index and model are warm); logs its answer."""
-    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
+    reply = ask_warm(settings, request, CAPTURE_TIMEOUT)
     if reply is None:
         return False
     log.info("%s by a running server: %s", what, loggable(reply.get("message")))
@@ -227,7 +259,7 @@ def finish_session(settings: Settings, request: dict[str, Any]) -> None:
     A running server has the index open, so the episode is indexed in milliseconds instead of
     after loading the index (and the model) in this process; both paths run ``end_session``.
     """
-    reply = call_bridge(settings.index_dir, request, timeout=CAPTURE_TIMEOUT)
+    reply = ask_warm(settings, request, CAPTURE_TIMEOUT)
     if reply is not None:
         capture = reply.get("capture")
         log.info("capture by a running server: %s", loggable(capture.get("message") if isinstance(capture, dict)
@@ -309,12 +341,24 @@ def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> s
         raise ValueError("the hook input's source is not a string")
     context = session_start_context(settings)
     log.info("session start (%s): %d characters of context", loggable(source or "unknown", 20), len(context))
+    _start_warm_early(settings)
     if not context:
         return ""
     return json.dumps(
         {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
         ensure_ascii=False,
     )
+
+
+def _start_warm_early(settings: Settings) -> None:
+    """Start the warm process without waiting: it loads while the user types the first prompt."""
+    from mcp_memory.warm import find_warm, start_warm
+
+    if settings.warm.enabled and settings.workspace.is_dir() and find_warm(settings) is None:
+        try:
+            start_warm(settings, warm_options)
+        except OSError as exc:
+            log.info("could not start the warm process: %s", exc)
 
 
 def _session_of(payload: dict[str, Any]) -> str | None:

@@ -95,8 +95,9 @@ class Memory:
         self._ledger_lock = threading.Lock()
 
     # ----- lifecycle -----------------------------------------------------------------------
-    def open(self) -> Memory:
-        self.engine.open()
+    def open(self, warm: bool = False) -> Memory:
+        """Open the index; ``warm`` (a server) starts loading the model at once, in the background."""
+        self.engine.open(warm=warm)
         return self
 
     def warm_up(self) -> None:

@@ -65,9 +65,18 @@ class MemoryService:
         if self._opened.is_set() and self._error is None and self._memory is not None:
             self._memory.close()
 
-    def on_change(self, listener: Callable[[set[str]], None]) -> None:
-        """Call ``listener(paths)`` after a sync caused by file changes on disk."""
+    def on_change(self, listener: Callable[[set[str]], None]) -> Callable[[], None]:
+        """Call ``listener(paths)`` after a sync caused by file changes on disk; returns what
+        stops that (a warm process serves one client after another)."""
         self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            try:
+                self._listeners.remove(listener)
+            except ValueError:
+                pass
+
+        return unsubscribe
 
     def memory(self, timeout: float = OPEN_TIMEOUT) -> Memory:
         """The open memory; starts it if needed and waits for it to open."""
@@ -89,7 +98,7 @@ class MemoryService:
             from mcp_memory.memory import Memory
 
             memory = (self._factory or Memory)(self.settings)
-            memory.open()
+            memory.open(warm=True)
             memory.sync()
             memory.warm_up()
             self._memory = memory

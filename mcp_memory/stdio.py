@@ -37,13 +37,21 @@ def run_stdio(server: MCPServer) -> None:
         server.run()
         return
 
-    async def serve() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await lowlevel.run(
-                _AnsweringReadStream(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
-            )
+    anyio.run(serve_lines, server, None, None)
 
-    anyio.run(serve)
+
+async def serve_lines(server: MCPServer, lines_in: Any, lines_out: Any) -> None:
+    """Serve ``server`` over JSON-RPC lines until ``lines_in`` ends.
+
+    ``lines_in`` is an async iterable of text lines and ``lines_out`` has async ``write`` and
+    ``flush`` (an ``anyio.AsyncFile``, or the warm process's socket streams); None for both
+    means the process's stdin and stdout. Unreadable lines are answered as described above.
+    """
+    lowlevel = server._lowlevel_server
+    async with stdio_server(lines_in, lines_out) as (read_stream, write_stream):
+        await lowlevel.run(
+            _AnsweringReadStream(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
+        )
 
 
 def error_for_unreadable(exc: Exception) -> types.JSONRPCError | None:

@@ -59,6 +59,13 @@ class HashEmbedder(Embedder):
         return self._vector(text)
 
 
+# Every stdio server of a test is a front to a warm process that would otherwise idle for ten
+# minutes after its last client: in tests it goes a few seconds after, so a run does not pile
+# them up. Children that inherit this environment get the same.
+WARM_IDLE = "0.05"
+os.environ["MCP_MEMORY_WARM_IDLE_MINUTES"] = WARM_IDLE
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -134,9 +141,11 @@ SERVER_READY_TIMEOUT = 30.0
 
 
 def server_env(**extra: str) -> dict[str, str]:
-    """The environment for a child server: no MCP_MEMORY_* settings leak in, output unbuffered."""
+    """The environment for a child server: no MCP_MEMORY_* settings leak in, output unbuffered,
+    and a warm process it starts exits seconds after its last client (see WARM_IDLE)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
     env["PYTHONUNBUFFERED"] = "1"
+    env["MCP_MEMORY_WARM_IDLE_MINUTES"] = WARM_IDLE
     env.update(extra)
     return env
 

@@ -51,8 +51,11 @@ def anyio_backend() -> str:
 
 # ----- helpers ----------------------------------------------------------------------------------
 def hook_env() -> dict[str, str]:
+    """Hooks with no warm process (as where background processes are not allowed): the subject
+    here is the in-process path and the bridge of a running serve (tests/test_warm.py has the rest)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
     env["PYTHONUNBUFFERED"] = "1"
+    env["MCP_MEMORY_WARM_ENABLED"] = "false"
     return env
 
 
@@ -475,7 +478,7 @@ def stdio_params(workspace: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mcp_memory", "serve", "-w", str(workspace), "--embedder", "none", *extra],
-        cwd=str(workspace.parent),
+        cwd=str(workspace.parent), env=hook_env(),
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import write
+from conftest import WARM_IDLE, write
 from mcp_memory.episodes import episode_from_transcript
 from mcp_memory.rescue import find_rescuable, read_records
 
@@ -62,6 +62,7 @@ console.log(JSON.stringify({hooks: Object.keys(handlers).sort(), results, warnin
 def _env(state_dir: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "OPENCLAW_"))}
     env["MCP_MEMORY_EMBEDDING_PROVIDER"] = "none"
+    env["MCP_MEMORY_WARM_IDLE_MINUTES"] = WARM_IDLE  # the hooks start a warm process: gone seconds after
     env["MCP_MEMORY_RULES_PINNING"] = "true"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # this mcp-memory first
     if state_dir is not None:

@@ -164,12 +164,14 @@ async def test_stdio_keeps_serving_after_bad_calls(tmp_path: Path) -> None:
 
 
 class RawStdio:
-    """A server on raw pipes: every stdout line is collected by a reader thread."""
+    """A server on raw pipes, serving in its own process: every stdout line is collected by a
+    reader thread (tests/test_warm.py has the same through the front of a warm process)."""
 
     def __init__(self, workspace: Path):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_memory", "serve", "--workspace", str(workspace), "--embedder", "none", "-vv"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=server_env(MCP_MEMORY_WARM_ENABLED="false"),
             cwd=str(workspace.parent),
         )
         self.lines: list[bytes] = []

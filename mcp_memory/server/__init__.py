@@ -18,6 +18,8 @@ opens the engine in the background, after the protocol handshake.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server import MCPServer
 
 from mcp_memory import __version__
@@ -28,6 +30,7 @@ from mcp_memory.server.context import ServerContext
 from mcp_memory.server.episode_tools import register_episode_tools
 from mcp_memory.server.events import ChangeNotifier, FileEventBus
 from mcp_memory.server.graph_tools import register_graph_tools
+from mcp_memory.server.once import CallOnce, CallRecord
 from mcp_memory.server.prompts import register_prompts
 from mcp_memory.server.rescue_tools import register_rescue_tools
 from mcp_memory.server.resources import file_uri, register_resources
@@ -75,14 +78,16 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
     """
     bus = FileEventBus(lambda: may_see_private(None, shared),
                        PrivacyRules.from_settings(settings.privacy.private_paths).is_private)
-    notifier = ChangeNotifier(bus)
+    notifier = ChangeNotifier(bus, service.on_change)
     # Episodes: a middleware observes tool calls; the lifespan's end writes the open sessions.
     tracker = SessionTracker(lambda episode: service.memory().record_episode(episode), settings.episodes.idle_minutes)
     lifespan = tracker.wrap_lifespan(notifier.lifespan) if settings.episodes.enabled else notifier.lifespan
+    once = CallOnce(CallRecord(settings.index_dir / "calls.sqlite"))  # a front's retried call runs once
+    middleware: list[Any] = [once, tracker] if settings.episodes.enabled else [once]
     server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
-                       subscriptions=bus, middleware=[tracker] if settings.episodes.enabled else None,
+                       subscriptions=bus, middleware=middleware,
                        **auth_options(token, read_only_tokens, shared_tokens, public_url))
-    service.on_change(notifier.notify_changed)
+    once.bind(server)
     app = ServerContext(settings=settings, service=service, shared=shared, notify_changed=notifier.notify_changed)
     register_tools(server, app)
     register_utility_tools(server, app)

@@ -8,6 +8,7 @@ any thread onto that loop, and ``FileEventBus`` delivers it to each listener all
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -65,16 +66,33 @@ class FileEventBus:
 class ChangeNotifier:
     """Publishes file changes on ``bus`` from any thread, once the server's event loop is known."""
 
-    def __init__(self, bus: FileEventBus):
+    def __init__(self, bus: FileEventBus, subscribe: Callable[[Callable[[set[str]], None]], Callable[[], None]]):
         self._bus = bus
+        self._subscribe = subscribe  # e.g. MemoryService.on_change; returns what unsubscribes
         self._loop_token: Any = None
+        self._lock = threading.Lock()
+        self._running = 0  # lifespans running now (the SDK runs one per SSE connection)
+        self._unsubscribe: Callable[[], None] | None = None
 
     @asynccontextmanager
     async def lifespan(self, _server: MCPServer) -> AsyncIterator[None]:
-        """The server's lifespan: it remembers the event loop, so other threads can publish on it."""
+        """The server's lifespan: it remembers the event loop, so other threads can publish on it,
+        and listens for changes while any lifespan runs (a warm process drops the server of a
+        client that left, and must not keep it listening)."""
         if self._loop_token is None:
             self._loop_token = anyio.lowlevel.current_token()
-        yield None
+        with self._lock:
+            if self._running == 0:
+                self._unsubscribe = self._subscribe(self.notify_changed)
+            self._running += 1
+        try:
+            yield None
+        finally:
+            with self._lock:
+                self._running -= 1
+                if self._running == 0 and self._unsubscribe is not None:
+                    self._unsubscribe()
+                    self._unsubscribe = None
 
     def notify_changed(self, paths: set[str]) -> None:
         """Tell listening clients that ``paths`` changed (nothing before the server runs)."""

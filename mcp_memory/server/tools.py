@@ -289,8 +289,11 @@ def _register_recall(server: MCPServer, app: ServerContext) -> None:
 def _register_status(server: MCPServer, app: ServerContext) -> None:
     @server.tool(title="Memory status", annotations=READ_ONLY)
     def memory_status(ctx: Context | None = None) -> dict[str, Any]:
-        """Files, chunks, embedder, share embedded, last sync and any degraded mode."""
-        return app.memory().status(include_private=app.include_private(ctx)).to_dict()
+        """Files, chunks, embedder, share embedded, last sync, any degraded mode, and the processes serving."""
+        from mcp_memory.warm import serving_processes
+
+        status = app.memory().status(include_private=app.include_private(ctx)).to_dict()
+        return {**status, "processes": serving_processes(app.settings)}
 
 
 def sampling_request(capture: CaptureSettings, messages: list[ChatMessage], session_key: str | None,
