@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from conftest import HashEmbedder, http_server, write
+from conftest import HashEmbedder, http_server, server_env, write
 from mcp_memory.capture import (
     CATEGORIES,
     Candidate,
@@ -705,7 +704,7 @@ def test_hostile_session_key_cannot_break_heading(memory: Memory, workspace: Pat
 
 # ===== 6. concurrency across processes =========================================================
 def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    env = server_env()
     env.update({"MCP_MEMORY_CAPTURE_MAX_MESSAGES": "40", "MCP_MEMORY_CAPTURE_MAX_FACTS": "40",
                 "PYTHONUNBUFFERED": "1"})
     return env

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import server_env, write
 from mcp_memory import __version__
 from mcp_memory.cli import main
 
@@ -59,9 +58,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    env.update(extra)
-    return env
+    return server_env(**extra)
 
 
 # ----- index, search, status, get ---------------------------------------------------------------

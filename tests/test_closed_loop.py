@@ -10,13 +10,14 @@ English, once in Chinese. The workspace also holds unrelated memories, so recall
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+
+from conftest import server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +57,7 @@ def anyio_backend() -> str:
 
 
 def _params(workspace: Path) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    env = server_env()
     return StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory", "serve", "--workspace",
                                                                str(workspace), "--no-bridge"],
                                  cwd=str(workspace.parent), env=env)

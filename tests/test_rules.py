@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import close_server, indexed_memory, make_server, write
+from conftest import close_server, indexed_memory, make_server, server_env, write
 from mcp_memory.config import ConfigError, Settings, load_settings
 from mcp_memory.memory import Memory
 from mcp_memory.rules import MAX_RULES, NOTE_CHARS, NOTE_FILE, load_rules, pinned_rules, session_start_context
@@ -172,7 +172,7 @@ def test_pinning_is_off_by_default_and_then_pins_and_warns_nothing(workspace):
 
 # ----- the SessionStart hook ---------------------------------------------------------------------
 def _hook(workspace: Path, stdin: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    env = server_env()
     command = [sys.executable, "-m", "mcp_memory", "hook", "claude-code", "session-start", "-w", str(workspace),
                "--embedder", "none"]
     proc = subprocess.run(command, input=stdin.encode("utf-8"), capture_output=True, timeout=60, env=env)
@@ -302,7 +302,7 @@ def test_status_reports_rule_warnings_only_to_full_callers(workspace):
 def test_status_and_doctor_commands_print_the_warnings(workspace):
     write(workspace, "mcp-memory.toml", "[rules]\npinning = true\n")
     write(workspace, "MEMORY.md", MEMORY_MD + "\n```rules\nrules:\n  - rule: 5\n```\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    env = server_env()
     outputs: dict[str, Any] = {}
     for command in ("status", "doctor"):
         proc = subprocess.run([sys.executable, "-m", "mcp_memory", command, "-w", str(workspace), "--embedder", "none"],

@@ -83,7 +83,8 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 def stdio_params(workspace: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory", "serve", "--workspace",
-                                                               str(workspace), *extra], cwd=str(workspace.parent))
+                                                               str(workspace), *extra], cwd=str(workspace.parent),
+                                 env=server_env())
 
 
 def assert_pnpm_hit(result) -> None:
