@@ -329,3 +329,24 @@ async def test_a_write_sent_again_with_its_key_is_done_once(settings: Any) -> No
         close_server(service)
     log = (settings.workspace / "memory" / "utility.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(log) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to own a file as another user")
+@pytest.mark.anyio
+async def test_another_users_warm_process_is_never_asked(ws: Path) -> None:
+    """A bridge file another user owns is neither read, nor asked, nor removed."""
+    settings = load_settings(ws, environ=server_env(), overrides={"embedding.provider": "none"})
+    from mcp_memory.warm import settings_digest
+
+    bridges = ws / ".mcp-memory" / "bridges"
+    bridges.mkdir(parents=True)
+    foreign = bridges / "1.json"  # pid 1 is alive: only the owner tells this file apart
+    foreign.write_text(json.dumps({"pid": 1, "port": 9, "token": "t" * 32, "identity": process_identity(1),
+                                   "role": "warm", "settings": settings_digest(settings), "started": time.time()}))
+    os.chown(foreign, 65534, 65534)
+    async with Client(params(ws)) as client:
+        found = result_of(await client.call_tool("memory_search", {"query": "staging database"}))
+        assert found["results"]
+        (mine,) = warm_infos(ws)
+        assert mine.pid != 1
+    assert foreign.exists()
