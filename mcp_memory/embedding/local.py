@@ -113,6 +113,13 @@ class USEEmbedder(Embedder):
         """Load the weights once (for both models), whichever kind of text comes first."""
         with self._load_lock:
             if self._query_model is None:
+                from mcp_memory.embedding.prepared import load_prepared, save_prepared
+
+                # From the user's cache of the prepared model when it has one (a third of the
+                # time); else the normal load, after which the cache is written for next time.
+                if not load_prepared(self._model):
+                    _ = self._model._model
+                    save_prepared(self._model)
                 self._query_model = _single_threaded_twin(self._model)
             return self._query_model
 
