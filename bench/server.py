@@ -10,6 +10,14 @@ so on a noisy shared machine the numbers can be read as ratios. The floor is a m
    on an already indexed LoCoMo workspace and for the floor, ``--runs`` times each (default 7),
    alternating which goes first; median and min, and the ratio of the medians (target <= 1.5x).
    Also one run on an empty fresh workspace, kept open until ``memory_status`` answers.
+   This server is the in-process one (``MCP_MEMORY_WARM_ENABLED=false``), as in 2 and 3.
+1b. Additional clients (warm processes enabled, the default): with no warm process at first, one
+   client is opened and kept open (its ``serve`` starts the warm process); then ``--runs`` cold
+   starts of a further client (a thin front forwarding to the warm process) alternating with the
+   floor: ratio of the medians (target <= 1.1x). Then two more fronts stay open beside the first:
+   VmRSS (``/proc/<pid>/status``) of every front after ``tools/list`` and one ``memory_search``
+   (target <= 60 MB each), of the warm process and of the floor, and of an in-process server
+   after the same calls. The warm process is stopped (SIGTERM) before and after.
 2. Warm ``memory_search`` round trip over stdio on the LoCoMo workspace (indexed with the default
    configuration first: ``mcp-memory index --workspace W``, timed; a no-op when it is indexed).
    One client per server stays open; after ``memory_status`` succeeds (the engine is open),
@@ -27,7 +35,8 @@ so on a noisy shared machine the numbers can be read as ratios. The floor is a m
 The LoCoMo data (``../shared/data/locomo/locomo10.json``) is read in place, never copied into
 the repository; the workspace is written by ``bench/locomo.py``'s ``write_workspace``.
 Configuration is the default: ``MCP_MEMORY_*`` variables are not passed to the servers and
-are ignored in process; a ``mcp-memory.toml`` in the workspace is reported.
+are ignored in process (but for ``MCP_MEMORY_WARM_ENABLED=false`` where the in-process server is
+meant); a ``mcp-memory.toml`` in the workspace is reported.
 
 A summary goes to stderr, the full JSON to stdout.
 
@@ -64,6 +73,7 @@ from importlib.metadata import version
 from mcp import Client, StdioServerParameters
 
 from machine import emit, loadavg, machine, percentile
+from warmproc import children_with, rss_mb, stop_warm, warm_pids
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 DEFAULT_WORKSPACE = Path(os.environ.get("TMPDIR") or "/tmp") / "mcp-memory-server-bench"
@@ -72,6 +82,9 @@ COLD_TARGET_RATIO = 1.5
 SEARCH_TARGET_P50_MS = 15.0
 SEARCH_TARGET_P95_MS = 30.0
 READY_TIMEOUT_S = 300.0
+ADDITIONAL_TARGET_RATIO = 1.1
+FRONT_TARGET_RSS_MB = 60.0
+WARM_OFF = ("MCP_MEMORY_WARM_ENABLED", "false")
 SETTLE_S = 0.3  # pause between cold starts, so a dying process does not overlap the next one
 
 FLOOR_SERVER = '''\
@@ -216,9 +229,14 @@ def s_stats(values: list[float]) -> dict[str, Any]:
             "min_s": round(min(values), 3)}
 
 
-def server_env() -> dict[str, str]:
-    """The environment both servers get: this one, without MCP_MEMORY_* (default configuration)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+def server_env(warm: bool = True) -> dict[str, str]:
+    """The environment the servers get: this one, without MCP_MEMORY_* (default configuration);
+    with ``warm`` false, plus ``MCP_MEMORY_WARM_ENABLED=false``: ``serve`` then serves in its own
+    process (the server as it was before warm processes) instead of forwarding to one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+    if not warm:
+        env[WARM_OFF[0]] = WARM_OFF[1]
+    return env
 
 
 def memory_command() -> list[str]:
@@ -226,10 +244,11 @@ def memory_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "mcp_memory"]
 
 
-def memory_params(workspace: Path) -> StdioServerParameters:
+def memory_params(workspace: Path, warm: bool = False) -> StdioServerParameters:
+    """``mcp-memory serve`` over stdio: in-process (default here) or a front to the warm process."""
     command = memory_command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "serve", "--workspace", str(workspace)],
-                                 env=server_env())
+                                 env=server_env(warm))
 
 
 def floor_params(floor_file: Path) -> StdioServerParameters:
@@ -349,6 +368,81 @@ async def measure_empty(floor_cold: dict[str, Any]) -> dict[str, Any]:
             "ratio_to_floor_median": round(answered / floor_cold["floor"]["list_tools"]["median_s"], 2),
             "memory_status_ok_s": round(ready_s, 3), "memory_status_calls": calls, "close_s": round(close_s, 3),
             "status_files": status.get("files"), "status_chunks": status.get("chunks")}
+
+
+# ----- 1b. additional clients of the warm process, and memory per process --------------------------
+def _rss_of(args: list[str]) -> list[float | None]:
+    """VmRSS (MB) of this process's children whose command line holds all of ``args``."""
+    return [rss_mb(pid) for pid in children_with(args)]
+
+
+async def measure_additional(workspace: Path, floor: StdioServerParameters, runs: int,
+                             query: str) -> dict[str, Any]:
+    """With the warm process serving a first client (kept open): cold starts of further stdio
+    clients (``serve``, a thin front) against the floor, alternating; then the RSS of two more
+    fronts kept open (after ``tools/list`` and one ``memory_search``), of the warm process and
+    of the floor; finally, for comparison, the RSS of an in-process server
+    (``MCP_MEMORY_WARM_ENABLED=false``) after the same calls."""
+    stopped = stop_warm(workspace)  # start from no warm process: the first client starts one
+    mem = memory_params(workspace, warm=True)
+    serve_args = ["serve", "--workspace", str(workspace)]
+    out: dict[str, Any] = {"runs": runs, "warm_processes_stopped_before": stopped.pids}
+    started = time.perf_counter()
+    async with Client(mem, cache=None) as first:
+        await first.list_tools()
+        out["first_client_list_tools_s"] = round(time.perf_counter() - started, 3)
+        ready_s, _, _ = await wait_ready(first, started)
+        out["first_client_ready_s"] = round(ready_s, 3)
+        result = await first.call_tool("memory_search", {"query": query})
+        assert not result.is_error, result
+        pids = warm_pids(workspace)
+        if len(pids) != 1:
+            raise SystemExit(f"expected one warm process for {workspace}, found {pids}")
+        out["warm_pid"] = pids[0]
+        log(f"  first client: tools/list {out['first_client_list_tools_s']}s after spawn (starts the warm process "
+            f"{pids[0]}), memory_status ok after {ready_s:.2f}s")
+
+        samples: dict[str, list[float]] = {"additional": [], "floor": []}
+        for i in range(runs):
+            order = ["additional", "floor"] if i % 2 == 0 else ["floor", "additional"]
+            for name in order:
+                r = await cold_start_once(mem if name == "additional" else floor)
+                samples[name].append(r["list_tools_s"])
+                await anyio.sleep(SETTLE_S)
+            log(f"  additional client run {i + 1}/{runs}: {samples['additional'][-1]:.3f}s, "
+                f"floor {samples['floor'][-1]:.3f}s")
+        for name, values in samples.items():
+            out[name] = s_stats(values)
+        out["ratio_median"] = round(out["additional"]["median_s"] / out["floor"]["median_s"], 2)
+        out["ratio_min"] = round(out["additional"]["min_s"] / out["floor"]["min_s"], 2)
+        out["target_ratio"] = ADDITIONAL_TARGET_RATIO
+        out["meets_target"] = out["ratio_median"] <= ADDITIONAL_TARGET_RATIO
+
+        async with Client(mem, cache=None) as second, Client(mem, cache=None) as third, \
+                Client(floor, cache=None) as fc:
+            for client in (second, third):
+                await client.list_tools()
+                result = await client.call_tool("memory_search", {"query": query})
+                assert not result.is_error, result
+            await fc.list_tools()
+            await fc.call_tool("ping", {})
+            fronts = _rss_of(serve_args)  # the first client and the two more, oldest first
+            out["rss_mb"] = {"fronts": fronts, "warm_process": rss_mb(pids[0]),
+                             "floor": (_rss_of([floor.args[-1]]) or [None])[0]}
+    known = [v for v in out["rss_mb"]["fronts"] if v is not None]
+    out["rss_mb"]["front_max"] = max(known) if known else None
+    out["rss_target_mb"] = FRONT_TARGET_RSS_MB
+    out["meets_rss_target"] = bool(known) and len(known) == 3 and max(known) <= FRONT_TARGET_RSS_MB
+    out["warm_processes_stopped_after"] = stop_warm(workspace).pids
+
+    started = time.perf_counter()
+    async with Client(memory_params(workspace, warm=False), cache=None) as alone:
+        await alone.list_tools()
+        await wait_ready(alone, started)
+        result = await alone.call_tool("memory_search", {"query": query})
+        assert not result.is_error, result
+        out["rss_mb"]["in_process_server"] = (_rss_of(serve_args) or [None])[0]
+    return out
 
 
 # ----- 2. warm round trips ------------------------------------------------------------------------
@@ -472,7 +566,7 @@ async def measure_layers(tmp: Path, workspace: Path, floor_file: Path, warmups: 
     launcher.write_text(LAYERS_LAUNCHER, encoding="utf-8")
     logs = {name: tmp / f"layers-{name}.jsonl" for name in ("memory", "floor")}
     params = {
-        "memory": StdioServerParameters(command=sys.executable, env=server_env(),
+        "memory": StdioServerParameters(command=sys.executable, env=server_env(warm=False),
                                         args=[str(launcher), "memory", str(workspace), str(logs["memory"])]),
         "floor": StdioServerParameters(command=sys.executable, env=server_env(),
                                        args=[str(launcher), "floor", str(floor_file), str(logs["floor"])]),
@@ -526,7 +620,8 @@ def summary(results: dict[str, Any]) -> str:
                f"({'no-op, already indexed' if w['index_was_noop'] else 'indexed now'}): {w['index_summary']}")
     if w["config_file"]:
         out.append(f"    NOTE: {w['config_file']} exists, so this is not the default configuration")
-    out.append(f"    server: {' '.join(results['commands']['memory'])}")
+    out.append(f"    server: {' '.join(results['commands']['memory'])} ({WARM_OFF[0]}={WARM_OFF[1]}: in-process, "
+               f"for the cold start, the empty workspace, round trips and layers)")
     out.append(f"    floor:  {' '.join(results['commands']['floor'])} (one tool, ping -> 'pong')")
     if "cold" in results:
         c = results["cold"]
@@ -549,6 +644,24 @@ def summary(results: dict[str, Any]) -> str:
         out.append(f"    empty fresh workspace, 1 run: tools/list {e['list_tools_s'] * 1000:.1f} ms "
                    f"({e['ratio_to_floor_median']}x the floor median); memory_status answered "
                    f"{e['memory_status_ok_s']:.2f}s after spawn")
+    if "additional" in results:
+        a = results["additional"]
+        rss = a["rss_mb"]
+        out.append(f"[additional clients] mcp-memory serve as a thin front to the warm process (warm enabled, "
+                   f"the default), one client kept open (load {a['loadavg_before']} -> {a['loadavg_after']})")
+        out.append(f"    first client (starts the warm process): tools/list "
+                   f"{a['first_client_list_tools_s'] * 1000:.0f} ms after spawn, "
+                   f"memory_status ok after {a['first_client_ready_s']:.2f}s")
+        out.append(f"    further client  median {a['additional']['median_s'] * 1000:7.1f} ms  "
+                   f"min {a['additional']['min_s'] * 1000:7.1f} ms")
+        out.append(f"    floor           median {a['floor']['median_s'] * 1000:7.1f} ms  "
+                   f"min {a['floor']['min_s'] * 1000:7.1f} ms")
+        out.append(f"    ratio {a['ratio_median']}x median, {a['ratio_min']}x min; target <= {a['target_ratio']}x: "
+                   f"{verdict(a['meets_target'])}")
+        out.append(f"    RSS after tools/list + memory_search: fronts {rss['fronts']} MB "
+                   f"(target <= {a['rss_target_mb']:g}: {verdict(a['meets_rss_target'])}); "
+                   f"warm process {rss['warm_process']} MB; floor {rss['floor']} MB; "
+                   f"in-process server (warm disabled) {rss.get('in_process_server')} MB")
     if "warm" in results:
         r = results["warm"]
         s, f = r["search"], r["floor_ping"]
@@ -614,6 +727,11 @@ async def run_protocol(args: argparse.Namespace, results: dict[str, Any], floor_
         results["cold"]["loadavg_before"], results["cold"]["loadavg_after"] = before, loadavg()
         log("cold start on an empty fresh workspace")
         results["cold_empty"] = await measure_empty(results["cold"])
+        log(f"additional clients of the warm process: {args.runs} cold starts each, then memory per process")
+        before = loadavg()
+        query = warmups[0] if warmups else "What did Caroline research?"
+        results["additional"] = await measure_additional(args.workspace, floor, args.runs, query)
+        results["additional"]["loadavg_before"], results["additional"]["loadavg_after"] = before, loadavg()
     if queries:
         log("in process: opening Memory and warming it up")
         memory, open_s = open_inprocess(args.workspace, warmups)

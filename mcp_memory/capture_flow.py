@@ -34,6 +34,7 @@ from mcp_memory.engine import Engine
 from mcp_memory.hits import MemoryLine
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.safety import clean_memory_text
+from mcp_memory.scopes import check_name, daily_path, seen_from
 from mcp_memory.similarity import Similarity, memory_body
 from mcp_memory.transcripts import Message
 
@@ -67,9 +68,11 @@ class CaptureFlow:
 
     def capture(self, messages: list[Message], session_key: str | None = None, idempotency_key: str | None = None,
                 extractor: Extractor | None = None, now: dt.datetime | None = None,
-                include_private: bool = True) -> CaptureResult:
-        """Write the durable facts of a conversation's latest messages to today's daily file."""
+                include_private: bool = True, scope: str | None = None) -> CaptureResult:
+        """Write the durable facts of a conversation's latest messages to today's daily file
+        (of ``scope``: ``memory/scopes/<scope>/``; None: the global one)."""
         c = self.engine.settings.capture
+        scope = check_name(scope) if scope is not None else None
         if is_memory_run(session_key):
             return CaptureResult([], [], "none", "skipped: this is a memory-capture run, which never captures itself")
         key = clean_key(idempotency_key)
@@ -87,10 +90,10 @@ class CaptureFlow:
             unique = unique[: c.max_facts]
         if not unique:
             return self._finish([], skipped, name, key, "no durable facts found")
-        rel = self.engine.workspace.daily_path(now.date())
+        rel = daily_path(scope, now.date())
         if not include_private and self.engine.privacy.is_private(rel):
             return CaptureResult([], skipped, name, "not captured: today's daily file is not shared with this client")
-        return self._write(unique, skipped, name, key, now, session_key, include_private)
+        return self._write(unique, skipped, name, key, now, session_key, include_private, scope)
 
     def _extract(self, candidates: list[Candidate], today: dt.date,
                  extractor: Extractor | None) -> tuple[str, list[Fact]]:
@@ -127,16 +130,16 @@ class CaptureFlow:
         return kept
 
     def _write(self, unique: list[Fact], skipped: list[Skipped], name: str, key: str | None, now: dt.datetime,
-               session_key: str | None, include_private: bool) -> CaptureResult:
+               session_key: str | None, include_private: bool, scope: str | None = None) -> CaptureResult:
         workspace = self.engine.workspace
-        rel = workspace.daily_path(now.date())
+        rel = daily_path(scope, now.date())
         with self.editor.lock, workspace.locked():
             # Inside the cross-process lock: two processes capturing the same turn, or the
             # same fact, cannot both write it.
             if key and not self._ledger().claim(key):
                 return CaptureResult([], skipped, name, f"skipped: idempotency key {key!r} was captured already")
             try:
-                fresh = self._not_in_memory(unique, skipped, include_private)
+                fresh = self._not_in_memory(unique, skipped, include_private, scope)
                 if not fresh:
                     return CaptureResult([], skipped, name, "every fact found is already in memory")
                 heading = f"## {now.strftime('%H:%M')} captured" + (f" (session {_session_label(session_key)})"
@@ -155,10 +158,12 @@ class CaptureFlow:
         captured = [MemoryLine(rel, first + i, line) for i, line in enumerate(lines[2:])]
         return CaptureResult(captured, skipped, name, f"captured {len(captured)} memories into {rel}")
 
-    def _not_in_memory(self, facts: list[Fact], skipped: list[Skipped], include_private: bool) -> list[Fact]:
+    def _not_in_memory(self, facts: list[Fact], skipped: list[Skipped], include_private: bool,
+                       scope: str | None = None) -> list[Fact]:
         fresh: list[Fact] = []
         bodies = [memory_body(f.text) for f in facts]
-        duplicates = self.similarity.find_duplicates(bodies, [include_private] * len(facts))
+        duplicates = self.similarity.find_duplicates(bodies, [include_private] * len(facts),
+                                                     [seen_from(scope)] * len(facts))
         for fact, duplicate in zip(facts, duplicates, strict=True):
             if duplicate is not None:
                 skipped.append(Skipped(preview(fact.text), f"already in memory at {duplicate.citation}"))

@@ -16,6 +16,7 @@ from mcp_memory import __version__
 from mcp_memory.config import ConfigError, Settings, load_settings
 from mcp_memory.errors import SearchError
 from mcp_memory.hits import SearchAnswer, SearchHit
+from mcp_memory.scopes import ScopeError, ScopeFilter, read_filter, write_scope
 
 log = logging.getLogger("mcp_memory")
 
@@ -111,7 +112,7 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         try:
             request = SearchRequest.of(args.query, max_results=args.k, min_score=args.min_score,
                                        path_prefix=args.path_prefix, after=args.after, before=args.before,
-                                       source=args.source)
+                                       source=args.source, scopes=_searched(settings, args))
             if args.mode == "precise":
                 answer = memory.precise_search(request)
             elif args.mode == "deep":
@@ -231,6 +232,42 @@ def _cmd_sleep(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_git_sync(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.git_sync import GitSyncError
+    from mcp_memory.memory import Memory
+
+    memory = Memory(settings)  # not opened: the index is opened only when something was pulled
+    try:
+        report = memory.git_sync()
+    except GitSyncError as exc:
+        if args.json:
+            print(json.dumps({"error": exc.kind, "message": str(exc)}, ensure_ascii=False, indent=2))
+        print(f"mcp-memory: sync: {exc}", file=sys.stderr)
+        return 2 if exc.kind in ("not_a_repository", "no_remote", "state") else 1
+    finally:
+        memory.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    for note in report.recovered:
+        print(f"recovered: {note}", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    where = f"{report.remote}/{report.branch}"
+    print(f"committed {_count(report.committed, 'file')}" + (f": {', '.join(report.committed)}"
+                                                             if report.committed else ""))
+    print(f"pulled {_count(report.pulled, 'file')} from {where}" + (f": {', '.join(report.pulled)}"
+                                                                     if report.pulled else ""))
+    print(f"pushed {report.pushed} commit{'' if report.pushed == 1 else 's'} to {where}")
+    for conflict in report.conflicts:
+        print(f"conflict in {conflict.path}: {conflict.resolution}")
+    return 0
+
+
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
 def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.memory import Memory
 
@@ -259,6 +296,8 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     ]
     if status.last_rebuild_reason:
         rows.append(("last rebuild", status.last_rebuild_reason))
+    if status.shared_vectors:
+        rows.append(("shared vectors", status.shared_vectors))
     rows.append(("degraded", "; ".join(status.degraded) or "no"))
     rows.append(("served by", describe_processes(processes)))
     if status.rules is not None:
@@ -314,7 +353,8 @@ def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     with Memory(settings) as memory:
         if not args.keywords_only:
             memory.sync()
-        block = memory.recall(args.prompt, session_key=args.session, keywords_only=args.keywords_only)
+        block = memory.recall(args.prompt, session_key=args.session, keywords_only=args.keywords_only,
+                              scopes=_searched(settings, args))
     if block:
         print(block)
     else:
@@ -338,8 +378,10 @@ def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
         raise _UserError(str(exc)) from None
     if args.extractor:
         settings.capture.extractor = args.extractor
+    scope = _written(settings, args)
     with Memory(settings) as memory:
-        result = memory.capture(messages, session_key=args.session, idempotency_key=args.idempotency_key)
+        result = memory.capture(messages, session_key=args.session, idempotency_key=args.idempotency_key,
+                                scope=scope)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0
@@ -355,18 +397,21 @@ def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.hooks import run_hook
     from mcp_memory.warm import command_line_options
 
+    if getattr(args, "scope", None):
+        settings.scopes.default = args.scope  # checked where the hook uses it: a hook never fails loudly
     return run_hook(settings, args.client, args.event, sys.stdin, sys.stdout,
                     command_line_options(_overrides(args), getattr(args, "config", None)))
 
 
 def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    scope = _written(settings, args)
     if args.transport == "stdio" and settings.warm.enabled and not args.no_bridge:
         # A thin front to the workspace's warm process: no SDK, no index, no model here.
         from mcp_memory.front import Front, FrontError
         from mcp_memory.warm import command_line_options
 
         warm_options = command_line_options(_overrides(args), getattr(args, "config", None))
-        front = Front(settings, warm_options, shared=args.shared)
+        front = Front(settings, warm_options, shared=args.shared, scope=scope)
         try:
             front.start()
         except FrontError as exc:
@@ -380,13 +425,22 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         transport=args.transport, host=args.host, port=args.port, token=args.token,
         read_only_tokens=args.read_only_token, shared_tokens=args.shared_token, shared=args.shared,
         max_request_bytes=args.max_request_bytes, allowed_hosts=args.allowed_host,
-        allowed_origins=args.allowed_origin, bridge=not args.no_bridge,
+        allowed_origins=args.allowed_origin, bridge=not args.no_bridge, scoped_tokens=args.scoped_token, scope=scope,
     )
     try:
         serve(settings, options)
     except ServeError as exc:
         raise _UserError(str(exc)) from None
     return 0
+
+
+def _cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.dashboard.ui import run_ui
+
+    try:
+        return run_ui(settings, port=args.port, open_browser=not args.no_browser)
+    except OSError as exc:
+        raise _UserError(str(exc)) from None
 
 
 def _cmd_warm(settings: Settings, args: argparse.Namespace) -> int:
@@ -425,6 +479,22 @@ class _ProgressBars:
             bar.close()
 
 
+def _searched(settings: Settings, args: argparse.Namespace) -> ScopeFilter:
+    """The scopes a search or recall covers: ``--scope``, else ``[scopes] default`` (see ``scopes.py``)."""
+    try:
+        return read_filter(getattr(args, "scope", None), settings.scopes.default or None)
+    except ScopeError as exc:
+        raise _UserError(str(exc)) from None
+
+
+def _written(settings: Settings, args: argparse.Namespace) -> str | None:
+    """The scope a capture writes into, or a server's default scope: ``--scope``, else ``[scopes] default``."""
+    try:
+        return write_scope(getattr(args, "scope", None), settings.scopes.default or None)
+    except ScopeError as exc:
+        raise _UserError(str(exc)) from None
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if getattr(args, "index_path", None):
@@ -461,6 +531,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_status_command(sub, common)
     _add_utility_command(sub, common)
     _add_sleep_command(sub, common)
+    _add_sync_command(sub, common)
+    _add_ui_command(sub, common)
     return parser
 
 
@@ -476,6 +548,10 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument("--config", help="TOML settings file (default: <workspace>/mcp-memory.toml)")
     common.add_argument("--index-path", help="where the derived index lives (folder or LanceDB URI)")
     common.add_argument("--embedder", choices=["local", "e5", "openai", "none"], help="embedding provider")
+    common.add_argument("--scope", help="memory scope (a project or agent name; default [scopes] default or "
+                                        "$MCP_MEMORY_SCOPE): search and recall cover it plus the global memory "
+                                        "('a,b': several, '*': every scope, 'global': global only), capture and "
+                                        "serve write into it")
     common.add_argument("--verbose", "-v", action="count", help="log more to stderr (-vv: debug)")
     return common
 
@@ -525,6 +601,10 @@ def _add_serve_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--shared-token", action="append", default=None,
                    help="a token for a shared client (group chat, team bot): it never sees the private files "
                         "(privacy.private_paths, default MEMORY.md) (repeatable; default $MCP_MEMORY_SHARED_TOKEN, "
+                        "comma-separated)")
+    p.add_argument("--scoped-token", action="append", default=None, metavar="NAME=TOKEN",
+                   help="a shared token limited to scope NAME: it sees that scope and the global memory, never "
+                        "another scope, and writes into NAME only (repeatable; default $MCP_MEMORY_SCOPED_TOKEN, "
                         "comma-separated)")
     p.add_argument("--shared", action="store_true",
                    help="every caller of this server is shared: the private files are never served")
@@ -591,6 +671,20 @@ def _add_sleep_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="list what would change; change nothing")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_sleep)
+
+
+def _add_ui_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("ui", parents=[common], help="open the memory dashboard in the browser (loopback, fresh token)")
+    p.add_argument("--port", type=int, default=0, help="loopback port (default 0: a free one)")
+    p.add_argument("--no-browser", action="store_true", help="print the sign-in link only")
+    p.set_defaults(handler=_cmd_ui)
+
+
+def _add_sync_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("sync", parents=[common],
+                       help="commit the memory files, merge the git remote's and push ([sync] settings)")
+    p.add_argument("--json", action="store_true", help="print what was committed, pulled, pushed and conflicts")
+    p.set_defaults(handler=_cmd_git_sync)
 
 
 def _add_status_command(sub: _Commands, common: argparse.ArgumentParser) -> None:

@@ -23,6 +23,9 @@ from typing import Any
 
 CONFIG_FILENAME = "mcp-memory.toml"
 INDEX_DIRNAME = ".mcp-memory"
+# URI schemes index_path may name: a vector table on object storage that machines share (LanceDB's
+# spelling of each store; s3+ddb commits through a DynamoDB table).
+OBJECT_STORE_SCHEMES = ("s3", "s3+ddb", "gs", "az", "abfs", "abfss")
 
 
 class ConfigError(ValueError):
@@ -182,6 +185,35 @@ class WarmSettings:
 
 
 @dataclass
+class SyncSettings:
+    # `mcp-memory sync` in a workspace that is a git repository: commit the memory files, fetch and
+    # merge the remote branch (appends merge by union), push. `serve` runs it every interval_minutes
+    # (0: never).
+    interval_minutes: float = 0.0
+    remote: str = "origin"
+    branch: str = ""  # the remote branch to pull and push; empty: the name of the current branch
+    timeout_seconds: float = 60.0  # each git command is stopped after this long
+
+
+@dataclass
+class ScopesSettings:
+    # Memories of a project or agent live in memory/scopes/<name>/; searches cover the scope plus the
+    # global memory. default: the scope of stores and searches that name none ($MCP_MEMORY_SCOPE,
+    # serve --scope); empty: the global memory. from_cwd: hooks take the scope from the client's
+    # working directory (its git repository's folder name) when no default is set.
+    default: str = ""
+    from_cwd: bool = False
+
+
+@dataclass
+class StorageSettings:
+    # With index_path an object-store URI (s3://, gs://, az://): each call to the shared vector
+    # table waits at most this long; an unreachable store is then left alone for a minute and
+    # this machine embeds on its own.
+    timeout_seconds: float = 10.0
+
+
+@dataclass
 class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
@@ -191,9 +223,13 @@ class PrivacySettings:
 @dataclass
 class Settings:
     workspace: Path = field(default_factory=lambda: default_workspace())
-    # Where the derived index lives: a folder (relative paths are inside the workspace) or a
-    # LanceDB URI (s3://...). Empty: <workspace>/.mcp-memory
+    # Where the derived index lives: a folder (relative paths are inside the workspace), or an
+    # object-store URI (s3://bucket/prefix, gs://, az://, s3+ddb://) for a vector table shared by
+    # machines while the rest of the index stays in <workspace>/.mcp-memory. Empty: that folder.
     index_path: str = ""
+    # Passed to LanceDB for the object store: endpoint, region, allow_http, access keys...
+    # (the standard AWS_*, GOOGLE_*, AZURE_* environment variables work too).
+    storage_options: dict[str, str] = field(default_factory=dict)
     extra_paths: list[str] = field(default_factory=list)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
@@ -206,8 +242,11 @@ class Settings:
     sessions: SessionsSettings = field(default_factory=SessionsSettings)
     episodes: EpisodeSettings = field(default_factory=EpisodeSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    scopes: ScopesSettings = field(default_factory=ScopesSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     warm: WarmSettings = field(default_factory=WarmSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
 
     @property
     def index_dir(self) -> Path:
@@ -219,10 +258,13 @@ class Settings:
 
     @property
     def vector_uri(self) -> str:
-        """LanceDB location: a remote URI when configured, else a folder inside the index dir."""
-        if "://" in self.index_path:
-            return self.index_path
+        """The chunk table's folder, inside the index dir (always local: see ``shared_vectors_uri``)."""
         return str(self.index_dir / "lance")
+
+    @property
+    def shared_vectors_uri(self) -> str:
+        """The object-store URI of the vector table machines share, or "" for a local index."""
+        return self.index_path if "://" in self.index_path else ""
 
 
 def default_workspace() -> Path:
@@ -243,10 +285,11 @@ _SECTIONS = {
     "embedding": EmbeddingSettings, "chunking": ChunkingSettings, "search": SearchSettings, "capture": CaptureSettings,
     "recall": RecallSettings, "rerank": RerankSettings, "utility": UtilitySettings,
     "sleep": SleepSettings, "sessions": SessionsSettings, "warm": WarmSettings,
-    "privacy": PrivacySettings, "episodes": EpisodeSettings,
-    "rules": RulesSettings,
+    "privacy": PrivacySettings, "episodes": EpisodeSettings, "storage": StorageSettings,
+    "rules": RulesSettings, "scopes": ScopesSettings, "sync": SyncSettings,
 }
 _TOP_LEVEL = {"index_path", "extra_paths"}
+_STORAGE_OPTIONS = "storage_options"  # a free-form table: its keys are the object store's, not ours
 
 
 def load_settings(
@@ -295,6 +338,10 @@ def load_settings(
 def _env_key_to_dotted(rest: str) -> str | None:
     if rest in _TOP_LEVEL:
         return rest
+    if rest.startswith(_STORAGE_OPTIONS + "_"):  # MCP_MEMORY_STORAGE_OPTIONS_AWS_ENDPOINT=...
+        return f"{_STORAGE_OPTIONS}.{rest[len(_STORAGE_OPTIONS) + 1:]}"
+    if rest == "scope":  # $MCP_MEMORY_SCOPE, the short name of $MCP_MEMORY_SCOPES_DEFAULT
+        return "scopes.default"
     for section in _SECTIONS:
         if rest.startswith(section + "_"):
             return f"{section}.{rest[len(section) + 1:]}"
@@ -303,7 +350,7 @@ def _env_key_to_dotted(rest: str) -> str | None:
 
 def _apply_mapping(settings: Settings, data: dict[str, Any], source: str) -> None:
     for key, value in data.items():
-        if key in _SECTIONS:
+        if key in _SECTIONS or key == _STORAGE_OPTIONS:
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: [{key}] must be a table")
             for sub, subvalue in value.items():
@@ -313,6 +360,9 @@ def _apply_mapping(settings: Settings, data: dict[str, Any], source: str) -> Non
 
 
 def _set(settings: Settings, dotted: str, value: Any, source: str, from_string: bool = False) -> None:
+    if dotted.startswith(_STORAGE_OPTIONS + "."):
+        settings.storage_options[dotted.split(".", 1)[1].lower()] = _storage_option(value, dotted, source)
+        return
     if "." in dotted:
         section, name = dotted.split(".", 1)
         target = getattr(settings, section, None) if section in _SECTIONS else None
@@ -323,6 +373,15 @@ def _set(settings: Settings, dotted: str, value: Any, source: str, from_string: 
         raise ConfigError(f"{source}: unknown setting {dotted!r}")
     current = getattr(target, name)
     setattr(target, name, _coerce(current, value, dotted, source, from_string))
+
+
+def _storage_option(value: Any, dotted: str, source: str) -> str:
+    """An object-store option as the string LanceDB takes (``true``, ``10s``, a key...)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ConfigError(f"{source}: {dotted} must be a string, number or boolean, got {value!r}")
 
 
 def _coerce(current: Any, value: Any, dotted: str, source: str, from_string: bool) -> Any:
@@ -425,6 +484,25 @@ def _validate(s: Settings) -> None:
         raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
     if not 0 < s.rules.min_weight <= 1000:
         raise ConfigError("rules.min_weight must be above 0 and at most 1000")
+    if s.sync.interval_minutes < 0 or not s.sync.timeout_seconds > 0 or not s.sync.remote.strip():
+        raise ConfigError("sync.interval_minutes must not be negative, sync.timeout_seconds must be positive "
+                          "and sync.remote must not be empty")
+    if s.scopes.default.strip():
+        from mcp_memory.scopes import ScopeError, check_name
+
+        try:
+            s.scopes.default = check_name(s.scopes.default)
+        except ScopeError as exc:
+            raise ConfigError(f"scopes.default: {exc}") from None
+    if not s.storage.timeout_seconds > 0:
+        raise ConfigError("storage.timeout_seconds must be positive")
+    if s.shared_vectors_uri:
+        scheme, _, rest = s.shared_vectors_uri.partition("://")
+        if scheme.lower() not in OBJECT_STORE_SCHEMES:
+            raise ConfigError(f"index_path {s.index_path!r}: a folder or an object-store URI "
+                              f"({', '.join(f'{x}://' for x in OBJECT_STORE_SCHEMES)}) is needed")
+        if not rest.strip("/"):
+            raise ConfigError(f"index_path {s.index_path!r} names no bucket")
     if not s.episodes.idle_minutes > 0:
         raise ConfigError("episodes.idle_minutes must be positive")
     if s.search.vector_weight < 0 or s.search.text_weight < 0:

@@ -16,6 +16,9 @@ items can retire others, but are never marked):
   prefers pnpm"), with a cosine of at least ``SUPERSEDE_COSINE`` (lower when the later item
   says it changed: "now", "switched to", "no longer", "改用", "现在"...). Only dated items (a daily
   file or a trailing ``(YYYY-MM-DD)``) are compared by time; the earlier one is marked.
+
+An item is only retired in favour of one seen wherever it is seen: of its own scope, or global
+(``scopes.py``); a project's note never hides a global one, nor one of another project.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.engine import Engine
 from mcp_memory.memory_ids import retired_by, split_memories
 from mcp_memory.opposites import opposed
+from mcp_memory.scopes import may_retire
 from mcp_memory.similarity import memory_body
 from mcp_memory.workspace import read_text
 
@@ -131,8 +135,11 @@ def plan_retirements(engine: Engine, items: list[Item], judge: ChatJudge | None 
             continue
         kind, old, new = found
         victim = i if old is items[i] else j
-        if items[victim].curated or victim in planned:
-            continue
+        if kind == "duplicate" and not may_retire(old.path, new.path) and may_retire(new.path, old.path):
+            # A global memory repeated in a scope: the scope's copy goes, whichever was said first.
+            victim, new = (j if victim == i else i), old
+        if items[victim].curated or victim in planned or not may_retire(items[victim].path, new.path):
+            continue  # a scoped memory never retires a global one, nor one of another scope
         planned[victim] = Retirement(kind, items[victim], new, cosine)
     return list(planned.values())
 

@@ -21,6 +21,7 @@ from mcp_memory.hits import MemoryLine
 from mcp_memory.reading import Reader
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.safety.lines import checked_line
+from mcp_memory.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
 from mcp_memory.similarity import Similarity
 
 MAX_MEMORY_CHARS = 4000
@@ -52,6 +53,7 @@ class _StoreRequest:
     path: str
     header: str  # for a new file
     include_private: bool
+    seen: ScopeFilter  # the memories it is compared with (its scope's and the global ones)
     written_at: int = 0
     duplicate_of: _StoreRequest | None = None
     result: StoreResult | None = None
@@ -71,13 +73,15 @@ class Editor:
 
     # ----- store ---------------------------------------------------------------------------
     def store(self, text: str, category: str | None = None, evergreen: bool = False,
-              today: dt.date | None = None, include_private: bool = True) -> StoreResult:
+              today: dt.date | None = None, include_private: bool = True, scope: str | None = None) -> StoreResult:
         """Append one durable memory as a bullet to today's daily file (or MEMORY.md).
 
-        A near-identical existing memory (similarity >= dedupe_threshold) is returned instead
-        of writing a duplicate. The index covers the new line before this returns.
+        ``scope``: into that scope's files (``memory/scopes/<scope>/``) instead of the global ones.
+        A near-identical existing memory (similarity >= dedupe_threshold) where the new one would
+        be seen is returned instead of writing a duplicate. The index covers the new line before
+        this returns.
         """
-        request = self._request(text, category, evergreen, today or dt.date.today(), include_private)
+        request = self._request(text, category, evergreen, today or dt.date.today(), include_private, scope)
         with self._queue_lock:
             self._queue.append(request)
         with self.lock:
@@ -94,18 +98,22 @@ class Editor:
         return request.result
 
     def _request(self, text: str, category: str | None, evergreen: bool, day: dt.date,
-                 include_private: bool) -> _StoreRequest:
+                 include_private: bool, scope: str | None = None) -> _StoreRequest:
         """The checked, cleaned store request for ``text``; ``MemoryInputError`` says why not."""
         text = _checked_text(text)
         category = " ".join(clean_memory_text(category or "").split()).lower()
         if category and not all(c.isalnum() or c in "-_ " for c in category):
             raise MemoryInputError("category may hold letters, digits, spaces, '-' and '_' only")
+        scope = check_name(scope) if scope is not None else None
         self.engine.open()
         workspace = self.engine.workspace
-        path = workspace.evergreen_path() if evergreen else workspace.daily_path(day)
+        if scope is not None:
+            path = evergreen_path(scope) if evergreen else daily_path(scope, day)
+        else:
+            path = workspace.evergreen_path() if evergreen else workspace.daily_path(day)
         if not include_private and self.engine.privacy.is_private(path):
             # Writing there would tell a shared client the private file's length (the new line's number).
-            where = "evergreen memories (MEMORY.md)" if evergreen else "today's daily file"
+            where = f"evergreen memories ({path})" if evergreen else "today's daily file"
             raise MemoryInputError(f"not stored: {where} is not shared with this client; "
                                    + ("store it without evergreen" if evergreen else "ask the owner to store it"))
         return _StoreRequest(
@@ -114,6 +122,7 @@ class Editor:
             path=path,
             header="# Memory\n\n" if evergreen else f"# {day.isoformat()}\n\n",
             include_private=include_private,
+            seen=seen_from(scope),
         )
 
     def _write_stores(self, batch: list[_StoreRequest]) -> None:
@@ -138,13 +147,15 @@ class Editor:
     def _fresh_requests(self, batch: list[_StoreRequest]) -> list[_StoreRequest]:
         """The requests to write: not near-duplicates of memory, nor of an earlier request in the batch."""
         written: list[_StoreRequest] = []
-        duplicates = self.similarity.find_duplicates([r.text for r in batch], [r.include_private for r in batch])
+        duplicates = self.similarity.find_duplicates([r.text for r in batch], [r.include_private for r in batch],
+                                                     [r.seen for r in batch])
         for request, duplicate in zip(batch, duplicates, strict=True):
             if duplicate is not None:
                 request.result = StoreResult(False, duplicate)
                 continue
-            # A shared caller is only told about lines it could read.
-            earlier = [w for w in written if request.include_private or not self.engine.privacy.is_private(w.path)]
+            # A shared caller is only told about lines it could read, a scoped one about lines of its scope.
+            earlier = [w for w in written if (request.include_private or not self.engine.privacy.is_private(w.path))
+                       and request.seen.covers(w.path)]
             index = self.similarity.is_duplicate(request.text, [w.text for w in earlier])
             request.duplicate_of = earlier[index] if index is not None else None
             if request.duplicate_of is None:
@@ -168,24 +179,29 @@ class Editor:
 
     # ----- forget --------------------------------------------------------------------------
     def forget(self, query: str | None = None, path: str | None = None, line: int | None = None,
-               confirm: bool = False, include_private: bool = True) -> ForgetResult:
+               confirm: bool = False, include_private: bool = True,
+               scopes: ScopeFilter | None = None) -> ForgetResult:
         """Find memories to remove; remove one when it is certain which.
 
         ``path`` + ``line`` + ``confirm`` removes that line. ``query`` + ``confirm`` removes the
         best match only when it is a clear one; otherwise the candidates come back and nothing
-        is removed.
+        is removed. ``scopes``: a query finds candidates there only (None: everywhere); a caller
+        confined to its scopes may name no line outside them either.
         """
         self.engine.open()
         if path is not None or line is not None:
             if path is None or line is None:
                 raise MemoryInputError("give both path and line, or a query")
             target = self._read_line(path, int(line), include_private)
+            if scopes is not None and scopes.confined and not scopes.covers(target.path):
+                raise ScopeError(f"{target.path} is outside the scope this token may change")
             if not confirm:
                 return ForgetResult(None, [target], "call again with confirm=true to remove this line")
             return self._remove(target)
         if not query or not query.strip():
             raise MemoryInputError("give a query, or a path and line")
-        candidates = self.similarity.matching_lines(query, FORGET_CANDIDATES, include_private=include_private)
+        candidates = self.similarity.matching_lines(query, FORGET_CANDIDATES, include_private=include_private,
+                                                    scopes=scopes)
         if not candidates:
             return ForgetResult(None, [], "no memory matches the query; nothing removed")
         if not confirm:

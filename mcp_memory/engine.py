@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 from mcp_memory.config import Settings
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
+from mcp_memory.embedding.shared import SharedVectors, shared_vectors
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
@@ -86,7 +87,9 @@ class Engine:
                                                        daemon=True)
                 self._model_loading.start()
             self.state = IndexState(index_dir / "state.sqlite")
-            self.cache = EmbeddingCache(index_dir / "embeddings.sqlite")
+            # With an object-store index_path, vectors other machines computed are a second tier.
+            self.shared: SharedVectors | None = shared_vectors(self.settings, self.embedder)
+            self.cache = EmbeddingCache(index_dir / "embeddings.sqlite", self.shared)
             self.vectors = VectorStore(self.settings.vector_uri, dims)
             self.keywords = KeywordIndex(index_dir / "tantivy")
             self.indexer = Indexer(

@@ -35,6 +35,14 @@ class Feedback:
                                    "or it was never an id here (search again for a current one)")
         return found[0]
 
+    def locate_many(self, memory_ids: list[str], include_private: bool = True) -> dict[str, LocatedMemory]:
+        """Where each of ``memory_ids`` is written now (ids no visible file holds are left out)."""
+        wanted = {i.strip() for i in memory_ids if isinstance(i, str) and is_memory_id(i.strip())}
+        if not wanted:
+            return {}
+        ordered = sorted(self.reader.list_files(include_private), key=lambda f: (f.date is not None, f.path))
+        return self.naming.find_many(wanted, [f.path for f in ordered])
+
     def reward(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
         """Raise a memory's utility: it helped answer correctly."""
         located = self.locate(memory_id, include_private)

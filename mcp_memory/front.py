@@ -48,10 +48,11 @@ class Front:
     """Carries one client's JSON-RPC lines between stdin/stdout and the warm process."""
 
     def __init__(self, settings: Settings, options: list[str], shared: bool,
-                 stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None):
+                 stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None, scope: str | None = None):
         self.settings = settings
         self.options = options
         self.shared = shared
+        self.scope = scope  # this client's default scope: sent with the stream, not part of the settings digest
         self.stdin = stdin or sys.stdin.buffer
         self.stdout = stdout or sys.stdout.buffer
         self._digest = settings_digest(settings)
@@ -76,7 +77,8 @@ class Front:
             if info is None:
                 raise FrontError("no warm process could be started for the workspace")
             try:
-                conn = open_stream(info, {"settings": self._digest, "shared": self.shared}, STREAM_TIMEOUT)
+                conn = open_stream(info, {"settings": self._digest, "shared": self.shared, "scope": self.scope},
+                                   STREAM_TIMEOUT)
             except (OSError, BridgeError) as exc:
                 log.info("the warm process %d did not take the stream: %s", info.pid, loggable(str(exc)))
                 if time.monotonic() >= deadline:

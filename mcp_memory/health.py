@@ -41,6 +41,7 @@ class StatusReport:
     include_private: bool = True  # False: the reduced view a shared caller gets
     # Pinned rules: {"pinning": bool, "pinned": count, "warnings": [...]}; None in the reduced view.
     rules: dict[str, Any] | None = None
+    shared_vectors: str | None = None  # the object-store URI of the vector table machines share
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -52,7 +53,7 @@ class StatusReport:
             "embedder": data["embedder"],
             "embedded_share": None if self.embedded_share is None else round(self.embedded_share, 2),
             "last_sync": self.last_sync,
-            "degraded": [reason.replace(self.workspace, "<workspace>") for reason in self.degraded
+            "degraded": [_reduced(reason, self.workspace, self.shared_vectors) for reason in self.degraded
                          if "chunks not embedded" not in reason],
         }
 
@@ -65,6 +66,9 @@ def status_report(engine: Engine, reader: Reader, include_private: bool = True) 
     embedder = engine.embedder
     embedded_share = (chunks - missing) / chunks if chunks and embedder else (0.0 if embedder else None)
     degraded = list(engine.degraded) + (engine.workspace.link_warnings() if include_private else [])
+    shared_problem = engine.shared.problem(probe=True) if engine.shared is not None else None
+    if shared_problem:
+        degraded.append(shared_problem)
     if embedder is None and engine.settings.embedding.provider == "none":
         degraded.append("keyword-only mode (embedding.provider = 'none')")
     elif missing:
@@ -74,7 +78,7 @@ def status_report(engine: Engine, reader: Reader, include_private: bool = True) 
     files = engine.workspace.list_files() if include_private else reader.list_files(include_private=False)
     return StatusReport(
         workspace=str(settings.workspace),
-        index_path=settings.vector_uri if "://" in settings.index_path else str(settings.index_dir),
+        index_path=str(settings.index_dir),
         files=len(files),
         indexed_files=len(engine.state.files()),
         chunks=chunks,
@@ -88,7 +92,15 @@ def status_report(engine: Engine, reader: Reader, include_private: bool = True) 
         degraded=degraded,
         include_private=include_private,
         rules=_rules_summary(engine) if include_private else None,
+        shared_vectors=settings.shared_vectors_uri.rstrip("/") or None,
     )
+
+
+def _reduced(reason: str, workspace: str, shared_uri: str | None) -> str:
+    """A degraded reason as a shared caller sees it: no local folder, no bucket or endpoint."""
+    if shared_uri and reason.startswith(f"shared vectors at {shared_uri} "):
+        return "shared vectors unavailable: embedding on this machine"
+    return reason.replace(workspace, "<workspace>")
 
 
 def _rules_summary(engine: Engine) -> dict[str, Any]:

@@ -11,6 +11,12 @@ writes what the coming compaction would lose: decisions, open tasks, fixes (``re
 the sleep cycle as ``additionalContext`` (``rules.py``). ``mcp-memory hook openclaw <event>``
 does the same for OpenClaw's plugin hooks (``openclaw_hooks.py``) through the same functions.
 
+Each hook works in a scope (``scopes.py``): the configured default (``[scopes] default``,
+``$MCP_MEMORY_SCOPE``, ``--scope``), else, with ``[scopes] from_cwd``, the scope of the client's
+working directory (the hook JSON's ``cwd``: its git repository's folder name). Recall searches
+that scope plus the global memory; capture and rescue write into it. Its request to the
+bridge names the scope, so one warm process serves the hooks of every project.
+
 Both first ask a running ``mcp-memory serve`` of the workspace through the loopback bridge
 (warm index and model: tens of milliseconds). With none running, recall answers from the
 keyword index alone (no model to load) and capture runs in-process.
@@ -41,6 +47,7 @@ from mcp_memory.config import Settings
 from mcp_memory.hits import SearchHit
 from mcp_memory.memory_ids import is_memory_id
 from mcp_memory.recall import format_recall
+from mcp_memory.scopes import ScopeError, check_name, default_scope, read_filter
 
 if TYPE_CHECKING:  # the prompt hook must not import the index (NumPy, Arrow) just to be typed
     from mcp_memory.capture_flow import CaptureResult
@@ -75,7 +82,8 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
     """Answer one bridge request with ``memory`` (a ``Memory``); raises ``ValueError`` on bad requests.
 
     ``include_private`` is passed on to recall and capture: false (a server shared with
-    others) leaves private files out of both, as for any other shared caller.
+    others) leaves private files out of both, as for any other shared caller. The request's
+    ``scope`` (a scope name; none: the global memory) is where recall looks and capture writes.
     """
     op = request.get("op")
     if op == "ping":
@@ -83,7 +91,7 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
     if op == "recall":
         prompt = _text_field(request, "prompt") or ""
         hits = memory.recall_hits(prompt, session_key=_text_field(request, "session_key"),
-                                  include_private=include_private)
+                                  include_private=include_private, scopes=read_filter(None, _scope_field(request)))
         return {"memories": [hit.to_dict() for hit in hits]}
     if op == "capture":
         return capture_transcript(memory, request, include_private=include_private).to_dict()
@@ -108,7 +116,8 @@ def capture_transcript(memory: Memory, request: dict[str, Any], include_private:
         raise BadRequest("give transcript_path or messages")
     session = _text_field(request, "session_key")
     key = _text_field(request, "idempotency_key") or turn_key(session, messages)
-    return memory.capture(messages, session_key=session, idempotency_key=key, include_private=include_private)
+    return memory.capture(messages, session_key=session, idempotency_key=key, include_private=include_private,
+                          scope=_scope_field(request))
 
 
 def _text_field(request: dict[str, Any], name: str) -> str | None:
@@ -117,6 +126,23 @@ def _text_field(request: dict[str, Any], name: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise BadRequest(f"{name} must be a string, not {type(value).__name__}")
+
+
+def _scope_field(request: dict[str, Any]) -> str | None:
+    """The request's scope: a scope name, or None (absent or empty) for the global memory."""
+    value = _text_field(request, "scope")
+    if not value:
+        return None
+    try:
+        return check_name(value)
+    except ScopeError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def hook_scope(settings: Settings, cwd: object) -> str | None:
+    """The scope a hook works in: the configured default, else (``[scopes] from_cwd``) that of the
+    client's working directory ``cwd``, else None (the global memory)."""
+    return default_scope(settings.scopes.default, settings.scopes.from_cwd, cwd if isinstance(cwd, str) else None)
 
 
 def turn_key(session_key: Any, messages: list[Any]) -> str:
@@ -168,7 +194,8 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
 
 
 def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
-    context = recall_context(settings, str(payload.get("prompt") or ""), _session_of(payload))
+    context = recall_context(settings, str(payload.get("prompt") or ""), _session_of(payload),
+                             hook_scope(settings, payload.get("cwd")))
     if not context:
         return ""
     return json.dumps(
@@ -177,11 +204,12 @@ def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
     )
 
 
-def recall_context(settings: Settings, prompt: str, session: str | None) -> str:
-    """The ``<relevant-memories>`` block for a prompt: from a running server, else from keywords here."""
+def recall_context(settings: Settings, prompt: str, session: str | None, scope: str | None = None) -> str:
+    """The ``<relevant-memories>`` block for a prompt (from ``scope`` and the global memory): from a
+    running server, else from keywords here."""
     if len(prompt.strip()) < settings.recall.min_prompt_chars:
         return ""
-    request = {"op": "recall", "prompt": prompt, "session_key": session}
+    request = {"op": "recall", "prompt": prompt, "session_key": session, "scope": scope}
     reply = ask_warm(settings, request, RECALL_TIMEOUT)
     hits = _recalled(reply) if reply is not None else None
     if hits is not None:
@@ -190,7 +218,8 @@ def recall_context(settings: Settings, prompt: str, session: str | None) -> str:
     else:
         from mcp_memory.memory import Memory
 
-        context = Memory(settings).recall(prompt, session_key=session, keywords_only=True)
+        context = Memory(settings).recall(prompt, session_key=session, keywords_only=True,
+                                          scopes=read_filter(None, scope))
         log.info("recall answered in-process from keywords (%d characters)", len(context))
     return context
 
@@ -216,7 +245,7 @@ def ask_warm(settings: Settings, request: dict[str, Any], timeout: float) -> dic
 
 
 def _claude_code_stop(settings: Settings, payload: dict[str, Any]) -> str:
-    capture_turn(settings, _transcript_request(payload, "capture"))
+    capture_turn(settings, _transcript_request(settings, payload, "capture"))
     return ""  # Stop hooks print nothing: stdout there is not for the model
 
 
@@ -231,12 +260,13 @@ def capture_turn(settings: Settings, request: dict[str, Any]) -> None:
     log.info("capture in-process: %s", result.message)
 
 
-def _transcript_request(payload: dict[str, Any], op: str) -> dict[str, Any]:
+def _transcript_request(settings: Settings, payload: dict[str, Any], op: str) -> dict[str, Any]:
     """The bridge request of a hook that reads the transcript; ValueError when the input names none."""
     path = payload.get("transcript_path")
     if not path:
         raise ValueError("the hook input has no transcript_path")
-    return {"op": op, "transcript_path": str(path), "session_key": _session_of(payload)}
+    return {"op": op, "transcript_path": str(path), "session_key": _session_of(payload),
+            "scope": hook_scope(settings, payload.get("cwd"))}
 
 
 def asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool:
@@ -249,7 +279,7 @@ def asked_server(settings: Settings, request: dict[str, Any], what: str) -> bool
 
 
 def _claude_code_session_end(settings: Settings, payload: dict[str, Any]) -> str:
-    finish_session(settings, _transcript_request(payload, "session-end"))
+    finish_session(settings, _transcript_request(settings, payload, "session-end"))
     return ""
 
 
@@ -298,7 +328,7 @@ def end_session(memory: Memory, request: dict[str, Any], include_private: bool =
 
 
 def _claude_code_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
-    request = _transcript_request(payload, "pre-compact")
+    request = _transcript_request(settings, payload, "pre-compact")
     request["session_key"] = request["session_key"] or ""
     rescue_before_compaction(settings, request)
     return ""  # PreCompact output is not for the model
@@ -325,7 +355,8 @@ def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: 
     if not path:
         raise BadRequest("give transcript_path")
     session = _text_field(request, "session_key") or "unnamed"
-    return memory.rescue(Path(path).expanduser(), session, include_private=include_private).to_dict()
+    return memory.rescue(Path(path).expanduser(), session, include_private=include_private,
+                         scope=_scope_field(request)).to_dict()
 
 
 def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> str:

@@ -17,6 +17,10 @@ its own:
 * ``sleep.py``: the daily upkeep (consolidation, decay, graph upkeep, logs, a note);
 * ``experience.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
 * ``rescue.py``: what a compaction would lose, written to today's file once per compaction.
+* ``git_sync.py``: the notes committed, merged with other machines' and pushed through git.
+* ``line_edits.py``: one line of a file replaced in place (the dashboard's edit action);
+* ``write_log.py`` and ``recall_log.py``: what each store, capture and recall did (the dashboard's history).
+* ``scopes.py``: memories of a project or agent in ``memory/scopes/<name>/``; searches cover a scope plus global.
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -37,28 +41,33 @@ from mcp_memory.edits import Editor, ForgetResult, StoreResult
 from mcp_memory.engine import CONFIGURED, Engine
 from mcp_memory.episodes import Episode, EpisodeLog
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
-from mcp_memory.experience import ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
+from mcp_memory.experience import Chain, ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
 from mcp_memory.feedback import Feedback
+from mcp_memory.git_sync import GitSyncReport, sync_workspace
 from mcp_memory.health import StatusReport, doctor, repair, status_report
 from mcp_memory.hits import MemoryLine, SearchAnswer, SearchHit
 from mcp_memory.index.doctor import DoctorReport
 from mcp_memory.index.sync import Progress, SyncReport
 from mcp_memory.ledger import Ledger
+from mcp_memory.line_edits import LineEditor
 from mcp_memory.memory_ids import is_memory_id
 from mcp_memory.memory_lookup import LocatedMemory
 from mcp_memory.precision import PrecisionSearch
 from mcp_memory.reading import FileInfo, FileLines, Reader
 from mcp_memory.recall import format_recall
+from mcp_memory.recall_log import RecallEvent, RecallLog
 from mcp_memory.recaller import Recaller
 from mcp_memory.requests import SearchRequest
 from mcp_memory.rerank import Reranker, Rerankers
 from mcp_memory.rescue import LastRescue, Rescuer, RescueResult
 from mcp_memory.rules import RulePinning, RulesReport
+from mcp_memory.scopes import ScopeFilter
 from mcp_memory.similarity import Similarity
 from mcp_memory.sleep import SleepCycle, SleepReport
 from mcp_memory.transcripts import Message
 from mcp_memory.utility import UTILITY_FILE, DecayReport, UtilityChange, UtilityStore
 from mcp_memory.workspace import Workspace
+from mcp_memory.write_log import WriteEvent, WriteLog, capture_event, store_event
 
 __all__ = [
     "CaptureResult", "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
@@ -91,6 +100,9 @@ class Memory:
         self.rescuer = Rescuer(self.engine, self.similarity, self.editor, lambda: self.ledger)
         self.rules = RulePinning(settings, self.reader, lambda: self.ledger)
         self.sleep = SleepCycle(self.engine, self.similarity, self.editor, self.utility, lambda: self.ledger, settings)
+        self.line_editor = LineEditor(self.editor, self.reader)
+        self.write_log = WriteLog(settings.index_dir / "activity.sqlite")
+        self.recall_log = RecallLog(settings.index_dir / "activity.sqlite")
         self._ledger: Ledger | None = None
         self._ledger_lock = threading.Lock()
 
@@ -117,6 +129,8 @@ class Memory:
             if self._ledger is not None:
                 self._ledger.close()
                 self._ledger = None
+        self.write_log.close()
+        self.recall_log.close()
         self.rerankers.close()
         self.engine.close()
 
@@ -127,9 +141,17 @@ class Memory:
         self.close()
 
     # ----- indexing ------------------------------------------------------------------------
-    def sync(self, progress: Progress | None = None) -> SyncReport:
-        """Bring keyword rows and cached vectors up to date (fast; no new embeddings)."""
-        return self.engine.sync(progress)
+    def sync(self, progress: Progress | None = None, only: set[str] | None = None) -> SyncReport:
+        """Bring keyword rows and cached vectors up to date (fast; no new embeddings).
+
+        ``only``: just these workspace-relative paths (files changed by a known edit or a pull).
+        """
+        return self.engine.sync(progress, only=only)
+
+    def git_sync(self) -> GitSyncReport:
+        """Commit the memory files, merge the remote's, push; the index takes in what was pulled (``git_sync.py``)."""
+        return sync_workspace(self.settings, files_lock=self.workspace.locked(),
+                              reindex=lambda paths: self.sync(only=paths))
 
     def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
                  wait: float = 0) -> int:
@@ -201,41 +223,75 @@ class Memory:
 
     # ----- writing -------------------------------------------------------------------------
     def store(self, text: str, category: str | None = None, evergreen: bool = False, today: dt.date | None = None,
-              include_private: bool = True) -> StoreResult:
-        """Append one durable memory as a bullet to today's daily file (or MEMORY.md); see ``edits.py``."""
-        return self.editor.store(text, category, evergreen, today, include_private)
+              include_private: bool = True, scope: str | None = None) -> StoreResult:
+        """Append one durable memory as a bullet to today's daily file (or MEMORY.md); see ``edits.py``.
+
+        ``scope``: into that scope's files (``scopes.py``); None: the global ones."""
+        result = self.editor.store(text, category, evergreen, today, include_private, scope)
+        self.write_log.record(store_event(text, result, include_private))
+        return result
 
     def forget(self, query: str | None = None, path: str | None = None, line: int | None = None,
-               confirm: bool = False, include_private: bool = True) -> ForgetResult:
-        """Find memories to remove; remove one when it is certain which (see ``edits.py``)."""
-        return self.editor.forget(query, path, line, confirm, include_private)
+               confirm: bool = False, include_private: bool = True,
+               scopes: ScopeFilter | None = None) -> ForgetResult:
+        """Find memories to remove (among ``scopes``); remove one when it is certain which (see ``edits.py``)."""
+        return self.editor.forget(query, path, line, confirm, include_private, scopes)
 
     def capture(self, messages: list[Message], session_key: str | None = None, idempotency_key: str | None = None,
                 extractor: Extractor | None = None, now: dt.datetime | None = None,
-                include_private: bool = True) -> CaptureResult:
-        """Write the durable facts of a conversation's latest messages (see ``capture_flow.py``)."""
-        return self.capture_flow.capture(messages, session_key, idempotency_key, extractor, now, include_private)
+                include_private: bool = True, scope: str | None = None) -> CaptureResult:
+        """Write the durable facts of a conversation's latest messages (see ``capture_flow.py``), into
+        ``scope``'s daily file (None: the global one)."""
+        result = self.capture_flow.capture(messages, session_key, idempotency_key, extractor, now, include_private,
+                                           scope)
+        self.write_log.record(capture_event(session_key, result, include_private))
+        return result
+
+    def edit_line(self, path: str, line: int, expected: str, text: str, include_private: bool = True) -> MemoryLine:
+        """Replace one line of a memory file if it still reads ``expected`` (see ``line_edits.py``)."""
+        return self.line_editor.replace(path, line, expected, text, include_private)
+
+    def write_history(self, limit: int = 500) -> list[WriteEvent]:
+        """The latest stores and captures, newest first, with what each skipped (see ``write_log.py``)."""
+        return self.write_log.recent(limit)
+
+    def recall_history(self, limit: int = 500) -> list[RecallEvent]:
+        """The latest recalls that injected memories, newest first, with their prompts (see ``recall_log.py``)."""
+        return self.recall_log.recent(limit)
 
     # ----- recall --------------------------------------------------------------------------
     def recall(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-               include_private: bool = True) -> str:
-        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found."""
+               include_private: bool = True, scopes: ScopeFilter | None = None) -> str:
+        """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
+
+        ``scopes``: from these scopes and the global memory only (None: every file)."""
         budget = self.settings.recall.budget_chars if budget_chars is None else max(100, int(budget_chars))
-        hits = self.recall_hits(prompt, session_key, max_items, budget, min_score, keywords_only, include_private)
+        hits = self.recall_hits(prompt, session_key, max_items, budget, min_score, keywords_only, include_private,
+                                scopes)
         return format_recall(hits, budget)
 
     def recall_hits(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                     budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-                    include_private: bool = True) -> list[SearchHit]:
+                    include_private: bool = True, scopes: ScopeFilter | None = None) -> list[SearchHit]:
         """The memories ``recall`` shows for a prompt, in order (see ``recaller.py``)."""
-        return self.recaller.recall_hits(prompt, session_key, max_items, budget_chars, min_score, keywords_only,
-                                         include_private)
+        hits = self.recaller.recall_hits(prompt, session_key, max_items, budget_chars, min_score, keywords_only,
+                                         include_private, scopes)
+        self.recall_log.record(prompt, session_key, hits, include_private)
+        return hits
 
     # ----- utility -------------------------------------------------------------------------
     def find_memory(self, memory_id: str, include_private: bool = True) -> LocatedMemory:
         """Where the memory with this id is written now (``memory_get`` by id); MemoryInputError if nowhere."""
         return self.feedback.locate(memory_id, include_private)
+
+    def find_memories(self, memory_ids: list[str], include_private: bool = True) -> dict[str, LocatedMemory]:
+        """Where each of these memories is written now; ids no visible file holds are left out."""
+        return self.feedback.locate_many(memory_ids, include_private)
+
+    def utility_values(self) -> dict[str, float]:
+        """Every memory id with a learned (non-neutral) utility, in [-1, 1]."""
+        return self.utility.values()
 
     def reward(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
         """Raise the utility of a memory that helped (see ``feedback.py`` and ``utility.py``)."""
@@ -264,6 +320,10 @@ class Memory:
         """Totals, frequent patterns, the latest chains and the actions that failed."""
         return self.experience.summary(include_private)
 
+    def graph_chains(self, include_private: bool = True) -> list[Chain]:
+        """Every chain of ``memory/experience.md`` in file order (none for a caller that may not see it)."""
+        return self.experience.chains(include_private)
+
     # ----- sleep cycle -----------------------------------------------------------------------
     def sleep_cycle(self, dry_run: bool = False, now: dt.datetime | None = None) -> SleepReport:
         """Consolidate, decay, tidy and leave a note for the next session (see ``sleep.py``)."""
@@ -281,9 +341,10 @@ class Memory:
 
     # ----- compaction rescue ---------------------------------------------------------------
     def rescue(self, source: Any, session_key: str, now: dt.datetime | None = None,
-               include_private: bool = True) -> RescueResult:
-        """Write what a compaction would lose from a transcript or messages (see ``rescue.py``)."""
-        return self.rescuer.rescue(source, session_key, now, include_private)
+               include_private: bool = True, scope: str | None = None) -> RescueResult:
+        """Write what a compaction would lose from a transcript or messages (see ``rescue.py``), into
+        ``scope``'s daily file (None: the global one)."""
+        return self.rescuer.rescue(source, session_key, now, include_private, scope)
 
     def last_rescue(self, session_key: str, include_private: bool = True) -> LastRescue | None:
         """What the last compaction of a session rescued, if this caller may see its file."""

@@ -73,6 +73,20 @@ class MemoryLookup:
             found.extend(self._located(path, memories, u) for u in memories.units if u.id == memory_id)
         return found
 
+    def find_many(self, memory_ids: set[str], paths: list[str]) -> dict[str, LocatedMemory]:
+        """The first place among ``paths`` of each of ``memory_ids`` (one pass over the files)."""
+        found: dict[str, LocatedMemory] = {}
+        for path in paths:
+            if len(found) == len(memory_ids):
+                break
+            memories = self._memories(path)
+            if memories is None:
+                continue
+            for unit in memories.units:
+                if unit.id in memory_ids and unit.id not in found:
+                    found[unit.id] = self._located(path, memories, unit)
+        return found
+
     def _located(self, path: str, memories: _FileMemories, unit: MemoryUnit) -> LocatedMemory:
         text = "\n".join(memories.lines[unit.start : unit.end + 1])
         return LocatedMemory(unit.id, path, unit.start + 1, unit.end + 1, text)

@@ -19,7 +19,8 @@ before-reset        before_reset          capture, then the episode (``/new``, `
 session-end         session_end           capture, then the episode
 ==================  ====================  ===============================================
 
-Every path is the one the Claude Code hooks take: a running server of the workspace answers
+The scope (``scopes.py``) is chosen as for Claude Code, the working directory being the agent's
+``workspaceDir``. Every path is the one the Claude Code hooks take: a running server of the workspace answers
 through the bridge, or the work runs here. Runs that memory itself started (a session key
 holding ``:memory-capture:``, or ``trigger: "memory"``) are left alone, so capture never
 recurses. Bad input raises ``ValueError``; ``run_hook`` logs it and exits 0.
@@ -36,7 +37,7 @@ from typing import Any
 
 from mcp_memory.bridge import loggable
 from mcp_memory.config import Settings
-from mcp_memory.hooks import capture_turn, finish_session, recall_context, rescue_before_compaction
+from mcp_memory.hooks import capture_turn, finish_session, hook_scope, recall_context, rescue_before_compaction
 
 log = logging.getLogger(__name__)
 
@@ -54,42 +55,44 @@ def run_openclaw_hook(settings: Settings, event: str, payload: dict[str, Any]) -
     if _started_by_memory(hook_event, ctx, session):
         log.info("openclaw %s skipped: a run started by memory itself", event)
         return ""
+    scope = hook_scope(settings, _string(ctx, "workspaceDir") or _string(hook_event, "workspaceDir"))
     if event == "prompt":
-        return _prompt(settings, hook_event, session, payload.get("first") is True)
+        return _prompt(settings, hook_event, session, payload.get("first") is True, scope)
     if event == "agent-end":
         if hook_event.get("success") is False:
             log.info("openclaw agent-end skipped: the run failed")
             return ""
         capture_turn(settings, {"op": "capture", "messages": _messages(hook_event, required=True),
-                                "session_key": session})
+                                "session_key": session, "scope": scope})
         return ""
     transcript = _transcript_path(hook_event, ctx)
     if event == "before-compaction":
         if transcript is None:
             raise ValueError("before_compaction gave no sessionFile, and no transcript was found for the session")
         rescue_before_compaction(settings, {"op": "pre-compact", "transcript_path": str(transcript),
-                                            "session_key": session or ""})
+                                            "session_key": session or "", "scope": scope})
         return ""
     # before-reset and session-end: the conversation is over.
     if transcript is None:
         messages = _messages(hook_event, required=False)
         if messages:
-            capture_turn(settings, {"op": "capture", "messages": messages, "session_key": session})
+            capture_turn(settings, {"op": "capture", "messages": messages, "session_key": session, "scope": scope})
         log.info("openclaw %s: no transcript found, so no episode", event)
         return ""
     finish_session(settings, {"op": "session-end", "transcript_path": str(transcript), "session_key": session,
-                              "client": CLIENT})
+                              "client": CLIENT, "scope": scope})
     return ""
 
 
-def _prompt(settings: Settings, hook_event: dict[str, Any], session: str | None, first: bool) -> str:
+def _prompt(settings: Settings, hook_event: dict[str, Any], session: str | None, first: bool,
+            scope: str | None = None) -> str:
     prompt = _string(hook_event, "prompt") or ""
     parts = []
     if first:
         from mcp_memory.rules import session_start_context
 
         parts.append(session_start_context(settings))
-    parts.append(recall_context(settings, prompt, session))
+    parts.append(recall_context(settings, prompt, session, scope))
     context = "\n\n".join(part for part in parts if part)
     log.info("openclaw prompt: %d characters of context", len(context))
     return json.dumps({"prependContext": context}, ensure_ascii=False) if context else ""

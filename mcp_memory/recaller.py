@@ -23,6 +23,7 @@ from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.memory_ids import retired_by
 from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
 from mcp_memory.requests import SearchRequest
+from mcp_memory.scopes import ScopeFilter
 from mcp_memory.search import HybridSearcher
 from mcp_memory.similarity import Similarity, memory_body
 from mcp_memory.snapshot import SearchSnapshot
@@ -39,8 +40,10 @@ class Recaller:
 
     def recall_hits(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                     budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-                    include_private: bool = True) -> list[SearchHit]:
+                    include_private: bool = True, scopes: ScopeFilter | None = None) -> list[SearchHit]:
         """The memories ``recall`` shows for a prompt (within the budget), in order; [] when none.
+
+        ``scopes``: memories of these scopes and the global memory only (None: every file).
 
         ``keywords_only`` answers from the keyword index and the files alone: the path a hook
         takes when no server is running to answer it. With a ``session_key``, memories injected
@@ -54,7 +57,7 @@ class Recaller:
         budget = r.budget_chars if budget_chars is None else max(100, int(budget_chars))
         candidates, floor = self._candidates(prompt, max_items * 2 + r.primer_items * 2,
                                              r.min_score if min_score is None else min_score,
-                                             keywords_only, include_private)
+                                             keywords_only, include_private, scopes)
         # A memory the sleep cycle retired (superseded, or said again elsewhere) is never recalled.
         candidates = [h for h in candidates if not h.replaced_by]
         hits = [h for h in candidates
@@ -74,14 +77,15 @@ class Recaller:
         return hits
 
     def _candidates(self, prompt: str, pool: int, threshold: float, keywords_only: bool,
-                    include_private: bool) -> tuple[list[SearchHit], float | None]:
+                    include_private: bool, scopes: ScopeFilter | None = None) -> tuple[list[SearchHit], float | None]:
         """Search hits for the prompt, and the similarity floor of the gate (None by keywords)."""
         if keywords_only:
-            hits = self._keyword_hits(prompt, pool, threshold)
+            hits = self._keyword_hits(prompt, pool, threshold, scopes)
             if not include_private:
                 hits = [h for h in hits if not self.engine.privacy.is_private(h.path)]
             return hits, None
-        request = SearchRequest(prompt, max_results=pool, min_score=threshold, include_private=include_private)
+        request = SearchRequest(prompt, max_results=pool, min_score=threshold, include_private=include_private,
+                                scopes=scopes)
         return self.engine.search(request), self.engine.relevance_floor()
 
     def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
@@ -111,7 +115,8 @@ class Recaller:
         found = self.engine.naming.unit_at(path, line)
         return found.id if found else ""
 
-    def _keyword_hits(self, prompt: str, max_results: int, min_score: float) -> list[SearchHit]:
+    def _keyword_hits(self, prompt: str, max_results: int, min_score: float,
+                      scopes: ScopeFilter | None = None) -> list[SearchHit]:
         """Keyword search whose hits are re-chunked from the files as they are now.
 
         A chunk whose file changed since it was indexed no longer has the same id, so it is
@@ -126,7 +131,8 @@ class Recaller:
         found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None)
         wanted: dict[str, set[str]] = {}
         for hit in found.hits:
-            wanted.setdefault(hit.path, set()).add(hit.id)
+            if scopes is None or scopes.covers(hit.path):
+                wanted.setdefault(hit.path, set()).add(hit.id)
         chunks: list[Chunk] = []
         c = settings.chunking
         for path, ids in wanted.items():
@@ -139,4 +145,4 @@ class Recaller:
             chunks.extend(ch for ch in pieces if ch.id in ids)
         searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
-        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score))
+        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score, scopes=scopes))

@@ -10,6 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from mcp_memory.errors import SearchError
+from mcp_memory.scopes import ScopeFilter
 
 SOURCES = ("memory", "extra", "sessions")
 
@@ -25,18 +26,20 @@ class SearchRequest:
     include_private: bool = True  # False: the files of privacy.private_paths are left out
     today: dt.date | None = None  # the day recency is measured from (None: today)
     source: str | None = None  # only hits of this source: "memory", "extra" or "sessions" (None: all)
+    scopes: ScopeFilter | None = None  # only files of these scopes and the global memory (None: every file)
 
     @classmethod
     def of(cls, query: str, *, max_results: int | None = None, min_score: float | None = None,
            path_prefix: str | None = None, after: dt.date | str | None = None, before: dt.date | str | None = None,
-           include_private: bool = True, today: dt.date | None = None, source: str | None = None) -> SearchRequest:
+           include_private: bool = True, today: dt.date | None = None, source: str | None = None,
+           scopes: ScopeFilter | None = None) -> SearchRequest:
         """A request from loosely typed input (dates as ``YYYY-MM-DD`` strings); ``SearchError`` if malformed."""
         if not isinstance(query, str):
             raise SearchError("query must be a string")
         if source not in (None, "", *SOURCES):
             raise SearchError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
         return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
-                   as_date(before, "before"), include_private, today, source or None)
+                   as_date(before, "before"), include_private, today, source or None, scopes)
 
 
 def as_date(value: dt.date | str | None, name: str) -> dt.date | None:

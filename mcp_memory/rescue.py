@@ -30,6 +30,7 @@ from mcp_memory.errors import MemoryInputError
 from mcp_memory.hits import MemoryLine
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.safety import clean_memory_text
+from mcp_memory.scopes import check_name, daily_path, seen_from
 from mcp_memory.similarity import memory_body
 from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message, claude_record, content_text
 
@@ -298,8 +299,10 @@ class Rescuer:
         self._state = _StateFile(engine.settings.index_dir / STATE_FILE)
 
     def rescue(self, source: Path | str | list[Message] | list[dict[str, Any]], session_key: str,
-               now: dt.datetime | None = None, include_private: bool = True) -> RescueResult:
-        """Rescue from a transcript file or a list of messages (or records) of session ``session_key``."""
+               now: dt.datetime | None = None, include_private: bool = True, scope: str | None = None) -> RescueResult:
+        """Rescue from a transcript file or a list of messages (or records) of session ``session_key``,
+        into today's daily file of ``scope`` (None: the global one)."""
+        scope = check_name(scope) if scope is not None else None
         session = clean_key(session_key)
         if not session:
             raise MemoryInputError("session_key must not be empty")
@@ -315,11 +318,11 @@ class Rescuer:
         now = now or dt.datetime.now()
         skipped: list[Skipped] = []
         items = self._checked(find_rescuable(entries), skipped)
-        rel = self.engine.workspace.daily_path(now.date())
+        rel = daily_path(scope, now.date())
         if items and not include_private and self.engine.privacy.is_private(rel):
             return RescueResult(None, [], skipped, message="not rescued: today's daily file is not shared with "
                                                            "this client")
-        return self._write(items, skipped, key, session, now, include_private)
+        return self._write(items, skipped, key, session, now, include_private, scope)
 
     def last(self, session_key: str, include_private: bool = True) -> LastRescue | None:
         """The last rescue of a session, unless its file is hidden from this caller."""
@@ -357,15 +360,15 @@ class Rescuer:
         return kept
 
     def _write(self, items: list[RescuedItem], skipped: list[Skipped], key: str, session: str, now: dt.datetime,
-               include_private: bool) -> RescueResult:
+               include_private: bool, scope: str | None = None) -> RescueResult:
         workspace = self.engine.workspace
-        rel = workspace.daily_path(now.date())
+        rel = daily_path(scope, now.date())
         self.engine.open()
         with self.editor.lock, workspace.locked():
             if not self._ledger().claim(key):  # another process handled this compaction first
                 return self._again(session, include_private)
             try:
-                fresh = self._not_in_memory(items, skipped, include_private)
+                fresh = self._not_in_memory(items, skipped, include_private, scope)
                 if not fresh:
                     return RescueResult(None, [], skipped, message="nothing new to rescue")
                 lines = [f"## Rescued before compaction (session {session_label(session)}, {now.strftime('%H:%M')})",
@@ -384,9 +387,9 @@ class Rescuer:
         return RescueResult(rel, written, skipped, message=f"rescued {len(written)} items into {rel}")
 
     def _not_in_memory(self, items: list[RescuedItem], skipped: list[Skipped],
-                       include_private: bool) -> list[RescuedItem]:
+                       include_private: bool, scope: str | None = None) -> list[RescuedItem]:
         duplicates = self.similarity.find_duplicates([memory_body(i.text) for i in items],
-                                                     [include_private] * len(items))
+                                                     [include_private] * len(items), [seen_from(scope)] * len(items))
         fresh: list[RescuedItem] = []
         for item, duplicate in zip(items, duplicates, strict=True):
             if duplicate is not None:

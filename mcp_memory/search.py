@@ -42,6 +42,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.memory_ids import RETIRED_MARK, retired_by, unit_at
 from mcp_memory.privacy import PrivacyRules
 from mcp_memory.requests import SearchRequest
+from mcp_memory.scopes import ScopeFilter
 from mcp_memory.session_source import is_transcript
 from mcp_memory.snapshot import SearchSnapshot
 
@@ -120,7 +121,7 @@ class HybridSearcher:
         if not query.strip() or len(snap) == 0:
             return empty
 
-        allowed = self._filter_mask(snap, path_prefix, after, before, request.source)
+        allowed = self._filter_mask(snap, path_prefix, after, before, request.source, request.scopes)
         if hidden is not None and hidden.patterns:
             visible = ~snap.hidden_mask(hidden)
             allowed = visible if allowed is None else allowed & visible
@@ -314,10 +315,12 @@ class HybridSearcher:
 
     # ----- filters and output ------------------------------------------------------------
     def _filter_mask(self, snap: SearchSnapshot, path_prefix: str | None,
-                     after: dt.date | None, before: dt.date | None, source: str | None = None) -> np.ndarray | None:
+                     after: dt.date | None, before: dt.date | None, source: str | None = None,
+                     scopes: ScopeFilter | None = None) -> np.ndarray | None:
+        in_scope = snap.scope_mask(scopes) if scopes is not None else None
         if not path_prefix and not after and not before and not source:
-            return None
-        mask = np.ones(len(snap), bool)
+            return in_scope
+        mask = np.ones(len(snap), bool) if in_scope is None else in_scope.copy()
         if source:
             by_path = {p: source_of(p) == source for p in set(snap.paths)}
             mask &= np.array([by_path[p] for p in snap.paths], bool)

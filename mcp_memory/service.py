@@ -5,7 +5,8 @@ takes seconds. So the service opens the memory in a background thread shortly af
 process starts, syncs it, embeds what is missing, then watches the files and re-syncs
 after each burst of changes (debounced). Requests that need the memory wait for it to open.
 With ``sleep=True`` (``serve``), the sleep cycle runs when it is due and no request came for
-``[sleep] quiet_minutes``: never in the middle of a burst of requests.
+``[sleep] quiet_minutes``: never in the middle of a burst of requests. The same servers sync the
+notes with their git remote at start and every ``[sync] interval_minutes`` when that is set.
 """
 
 from __future__ import annotations
@@ -111,6 +112,9 @@ class MemoryService:
         self._backfill(memory)
         if self._sleep and self.settings.sleep.interval_hours > 0:
             threading.Thread(target=self._sleep_when_due, args=(memory,), name="mcp-memory-sleep", daemon=True).start()
+        if self._sleep and self.settings.sync.interval_minutes > 0:  # the periodic jobs of a server
+            threading.Thread(target=self._git_sync_every, args=(memory,), name="mcp-memory-git-sync",
+                             daemon=True).start()
         if self._watch:
             self._watch_files(memory)
 
@@ -138,6 +142,30 @@ class MemoryService:
             if report.ran:
                 log.info("sleep cycle: %d memories retired, %d chains archived", len(report.retired),
                          len(report.chains_moved))
+
+    def _git_sync_every(self, memory: Memory) -> None:
+        """Sync the notes through git now and every ``[sync] interval_minutes`` (see ``git_sync.py``).
+
+        A failure (remote unreachable, say) is logged and tried again at the next interval.
+        """
+        from mcp_memory.git_sync import GitSyncError
+
+        interval = self.settings.sync.interval_minutes * 60
+        while not self._stop.is_set():
+            try:
+                report = memory.git_sync()
+            except GitSyncError as exc:
+                log.warning("git sync: %s", exc)
+            except Exception:
+                log.exception("git sync failed")
+            else:
+                if report.changed:
+                    log.info("git sync: %d files committed, %d pulled, %d commits pushed", len(report.committed),
+                             len(report.pulled), report.pushed)
+                for conflict in report.conflicts:
+                    log.warning("git sync conflict in %s: %s", conflict.path, conflict.resolution)
+            if self._stop.wait(interval):
+                return
 
     def _watch_files(self, memory: Memory) -> None:
         from watchfiles import watch

@@ -20,6 +20,7 @@ from mcp_memory.engine import Engine
 from mcp_memory.hits import MemoryLine, SearchHit
 from mcp_memory.reading import Reader
 from mcp_memory.requests import SearchRequest
+from mcp_memory.scopes import ScopeFilter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,13 +38,16 @@ class Similarity:
         self.reader = reader
 
     # ----- finding lines -------------------------------------------------------------------
-    def matching_lines(self, text: str, limit: int, include_private: bool = True) -> list[MemoryLine]:
+    def matching_lines(self, text: str, limit: int, include_private: bool = True,
+                       scopes: ScopeFilter | None = None) -> list[MemoryLine]:
         """Lines of the best-matching chunks, ranked by their own similarity to ``text``."""
-        return self.rank_lines(text, self.candidate_lines(text, include_private), limit)
+        return self.rank_lines(text, self.candidate_lines(text, include_private, scopes), limit)
 
-    def candidate_lines(self, text: str, include_private: bool = True) -> list[MemoryLine]:
-        """The non-blank, non-heading lines of the chunks that best match ``text``."""
-        request = SearchRequest(text, max_results=CANDIDATE_CHUNKS, min_score=0.0, include_private=include_private)
+    def candidate_lines(self, text: str, include_private: bool = True,
+                        scopes: ScopeFilter | None = None) -> list[MemoryLine]:
+        """The non-blank, non-heading lines of the chunks that best match ``text`` (in ``scopes``: None, all)."""
+        request = SearchRequest(text, max_results=CANDIDATE_CHUNKS, min_score=0.0, include_private=include_private,
+                                scopes=scopes)
         hits = self.engine.search(request)
         return [MemoryLine(hit.path, number, raw) for hit, number, raw in self.hit_lines(hits)
                 if raw.strip() and not raw.strip().startswith("#")]
@@ -75,13 +79,14 @@ class Similarity:
 
     # ----- duplicates ----------------------------------------------------------------------
     def find_duplicates(self, texts: list[str], include_private: list[bool] | None = None,
-                        ) -> list[MemoryLine | None]:
+                        scopes: list[ScopeFilter | None] | None = None) -> list[MemoryLine | None]:
         """For each text, the memory line it nearly repeats (similarity >= dedupe_threshold), or None.
 
         The texts are checked together: one embedding call for their searches, one for the texts
         and one for the candidate lines those searches bring back, instead of three per text. A
         group of queued stores (or a capture's facts) costs a fraction of checking each alone.
-        ``include_private[i]`` False: text i is only compared with lines its caller may read.
+        ``include_private[i]`` False: text i is only compared with lines its caller may read;
+        ``scopes[i]``: only with lines of those scopes (``scopes.seen_from`` of where it is written).
         """
         try:
             self.engine.searcher.embed_queries_ahead(texts)  # does nothing for a lone text
@@ -89,7 +94,9 @@ class Similarity:
             pass  # each search falls back to keywords on its own and notes the degradation
         visible = include_private or [True] * len(texts)
         # include_private comes from the caller: as before, a shorter list checks fewer texts
-        candidates = [self.candidate_lines(text, private) for text, private in zip(texts, visible, strict=False)]
+        where = scopes or [None] * len(texts)
+        candidates = [self.candidate_lines(text, private, scope)
+                      for text, private, scope in zip(texts, visible, where, strict=False)]
         if len(texts) > 1:  # a lone text's comparison embeds its candidate lines in one call anyway
             self._embed_ahead(list(dict.fromkeys(
                 [*texts, *(memory_body(m.text) for lines in candidates for m in lines)])))

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from mcp_memory.privacy import PrivacyRules
+from mcp_memory.scopes import ScopeFilter
 
 if TYPE_CHECKING:
     from mcp_memory.chunking import Chunk
@@ -59,6 +60,7 @@ class SearchSnapshot:
     has_vector: np.ndarray  # per row: True when the row has a vector
     terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
     hidden: dict[PrivacyRules, np.ndarray] = field(default_factory=dict)  # rows of private files, by rules
+    scoped: dict[ScopeFilter, np.ndarray | None] = field(default_factory=dict)  # rows each scope filter covers
 
     def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
         """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
@@ -67,6 +69,14 @@ class SearchSnapshot:
             by_path = {p: rules.is_private(p) for p in set(self.paths)}
             mask = self.hidden[rules] = np.array([by_path[p] for p in self.paths], bool)
         return mask
+
+    def scope_mask(self, scopes: ScopeFilter) -> np.ndarray | None:
+        """Rows of the files ``scopes`` covers; None when it covers every row, so that a workspace
+        without scopes searches as before (computed once per snapshot and filter)."""
+        if scopes not in self.scoped:
+            by_path = {p: scopes.covers(p) for p in set(self.paths)}
+            self.scoped[scopes] = None if all(by_path.values()) else np.array([by_path[p] for p in self.paths], bool)
+        return self.scoped[scopes]
 
     def similarities(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows that have a vector, and the dot product of each one's vector with ``query``.

@@ -44,8 +44,13 @@ MAX_LOG_BYTES = 1024 * 1024
 
 def settings_digest(settings: Settings) -> str:
     """A digest of the version and every effective setting: a warm process serves only callers
-    with the same (after an upgrade, the new version starts its own; the old one idles out)."""
-    data = json.dumps([__version__, dataclasses.asdict(settings)], sort_keys=True, default=str)
+    with the same (after an upgrade, the new version starts its own; the old one idles out).
+
+    The ``[scopes]`` settings are each client's own (its default scope travels with its stream
+    request or hook request), so clients of different scopes share one warm process."""
+    values = dataclasses.asdict(settings)
+    values.pop("scopes", None)
+    data = json.dumps([__version__, values], sort_keys=True, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:24]
 
 

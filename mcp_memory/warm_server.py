@@ -5,8 +5,9 @@ It opens the memory once (index, snapshot, model) and serves, on one loopback po
 * hook requests, exactly as the bridge of a ``serve`` does (``hooks.handle_request``);
 * MCP clients: a stdio front (``front.py``) opens an authenticated stream (``bridge.open_stream``)
   and from then on the connection carries the client's JSON-RPC lines both ways. Each
-  connection gets an ``MCPServer`` of its own (``create_server``), so its sessions, episodes
-  and privacy (a ``--shared`` front) are its own, on the memory every client shares.
+  connection gets an ``MCPServer`` of its own (``create_server``), so its sessions, episodes,
+  privacy (a ``--shared`` front) and default scope (the stream request's ``scope``) are its
+  own, on the memory every client shares.
 
 It holds ``warm-<uid>-<digest>.lock`` for its whole life: one process per workspace, user and
 settings. It exits after ``[warm] idle_minutes`` with no client connected and no request, or
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -87,10 +89,25 @@ class WarmProcess:
             ).start()
             log.info("warm process %d serving %s on port %d", os.getpid(), self.settings.workspace, self._bridge.port)
             try:
-                await self._until_idle()
+                async with anyio.create_task_group() as ending:
+                    # Whichever comes first: the idle time, or a request to stop (kill, logout,
+                    # an upgrade script). Either way the bridge file goes first, then the memory
+                    # closes and the lock is freed; only kill -9 leaves a file to be found stale.
+                    ending.start_soon(self._until_signal, ending.cancel_scope)
+                    await self._until_idle()
+                    ending.cancel_scope.cancel()
             finally:
                 self._bridge.stop()
                 group.cancel_scope.cancel()
+
+    async def _until_signal(self, scope: anyio.CancelScope) -> None:
+        if not hasattr(signal, "SIGTERM") or os.name != "posix":
+            return
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("stopping on signal %d", signum)
+                scope.cancel()
+                return
 
     async def _until_idle(self) -> None:
         assert self._bridge is not None
@@ -125,6 +142,8 @@ class WarmProcess:
             return "not a stream request"
         if request.get("settings") != self.digest:
             return "this warm process serves other settings"
+        if request.get("scope") not in (None, "") and _stream_scope(request) is None:
+            return "the stream's scope is not a scope name"
         with self._lock:
             if self._clients >= self.settings.warm.max_clients:
                 return f"already serving {self._clients} clients"
@@ -134,14 +153,15 @@ class WarmProcess:
 
     def __call__(self, conn: socket.socket, request: dict[str, Any]) -> None:
         shared = request.get("shared") is True
+        scope = _stream_scope(request)
         try:
-            anyio.from_thread.run_sync(self._spawn, self._serve_client, conn, shared, token=self._token)
+            anyio.from_thread.run_sync(self._spawn, self._serve_client, conn, shared, scope, token=self._token)
         except Exception:
             log.warning("could not start serving a client", exc_info=True)
             self._client_left()
             conn.close()
 
-    async def _serve_client(self, conn: socket.socket, shared: bool) -> None:
+    async def _serve_client(self, conn: socket.socket, shared: bool, scope: str | None = None) -> None:
         from mcp_memory.server import create_server
         from mcp_memory.stdio import serve_lines
 
@@ -149,7 +169,7 @@ class WarmProcess:
         try:
             with self._lock:
                 self._served += 1
-            server = create_server(self.settings, self.service, shared=shared)
+            server = create_server(self.settings, self.service, shared=shared, scope=scope)
             reader, writer = await asyncio.open_connection(sock=conn, limit=MAX_LINE_BYTES)
             await serve_lines(server, _Lines(reader, self._touch), _Out(writer, self._touch))
         except Exception:
@@ -165,6 +185,19 @@ class WarmProcess:
         with self._lock:
             self._clients -= 1
             self._last_activity = time.monotonic()
+
+
+def _stream_scope(request: dict[str, Any]) -> str | None:
+    """The default scope a front sent with its stream; None when it sent none, or no scope name."""
+    from mcp_memory.scopes import ScopeError, check_name
+
+    value = request.get("scope")
+    if value is None or value == "":
+        return None
+    try:
+        return check_name(value)
+    except ScopeError:
+        return None
 
 
 class _Lines:

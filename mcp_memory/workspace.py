@@ -29,7 +29,7 @@ import stat
 import sys
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from filelock import FileLock
 
@@ -64,7 +64,10 @@ class MemoryFile:
 
 def file_date(rel_path: str) -> dt.date | None:
     """The date of a daily log (``memory/2026-11-26.md``), else None (evergreen)."""
-    parts = PurePosixPath(rel_path).parts
+    # The parts PurePosixPath would give, without its cost (every listing dates every file).
+    if rel_path.startswith("/"):
+        return None
+    parts = [part for part in rel_path.split("/") if part not in ("", ".")]
     if len(parts) < 2 or parts[0] != "memory":
         return None
     match = _DAILY_NAME.match(parts[-1])
@@ -106,8 +109,11 @@ class Workspace:
                 # On case-insensitive file systems both names are the same file: keep one.
                 if not any(os.path.samefile(path, f.abs_path) for f in found.values()):
                     found[rel] = MemoryFile(rel, path, None)
+        prefix = os.path.join(os.fspath(self.root), "")
         for path in _walk_markdown(self.root / "memory"):
-            rel = self.rel_path(path)
+            text = os.fspath(path)
+            # Below the root by construction: its relative path is a slice (relative_to costs more).
+            rel = text[len(prefix):].replace(os.sep, "/") if text.startswith(prefix) else self.rel_path(path)
             found[rel] = MemoryFile(rel, path, file_date(rel))
         for extra in self.extra_paths:
             if extra.is_symlink():
@@ -471,13 +477,27 @@ def _walk_files(folder: Path, suffix: str) -> list[Path]:
     if folder.is_symlink() or not folder.is_dir():
         return []
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        base = Path(dirpath)
-        # Hidden folders (such as the index folder) and symlinked folders are not memory.
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (base / d).is_symlink()]
-        for name in filenames:
-            if name.lower().endswith(suffix):
-                path = base / name
-                if _is_regular_file(path):
-                    out.append(path)
+    # scandir, not os.walk: the entries' types come with the listing, so only candidate files cost an lstat.
+    pending = [os.fspath(folder)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                # Hidden folders (such as the index folder) and symlinked folders are not memory.
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith("."):
+                        pending.append(entry.path)
+                    continue
+                if not entry.name.lower().endswith(suffix):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            # A regular file with a single link: symbolic and hard links are not followed.
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+                out.append(Path(entry.path))
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -265,7 +266,31 @@ def test_index_path_folder(workspace, tmp_path):
     assert not Path(s.vector_uri).is_relative_to(workspace)
 
 
-def test_index_path_remote_uri_keeps_local_state_in_the_workspace(workspace):
+def test_index_path_remote_uri_shares_vectors_and_keeps_the_index_in_the_workspace(workspace):
     s = load_settings(workspace, overrides={"index_path": "s3://bucket/x"}, environ={})
-    assert s.vector_uri == "s3://bucket/x"
+    assert s.shared_vectors_uri == "s3://bucket/x"
     assert s.index_dir == workspace.resolve() / ".mcp-memory"
+    assert Path(s.vector_uri).is_relative_to(s.index_dir)  # the chunk table stays on this machine
+
+
+def test_storage_options_from_the_file_and_the_environment(workspace):
+    config(workspace, 'index_path = "s3://team-memory/vectors"\n'
+                      "[storage_options]\naws_endpoint = \"http://127.0.0.1:9000\"\nallow_http = true\n"
+                      "[storage]\ntimeout_seconds = 3\n")
+    s = load_settings(workspace, environ={"MCP_MEMORY_STORAGE_OPTIONS_AWS_REGION": "eu-west-1"})
+    assert s.storage_options == {"aws_endpoint": "http://127.0.0.1:9000", "allow_http": "true",
+                                 "aws_region": "eu-west-1"}
+    assert s.storage.timeout_seconds == 3.0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("storage_options = 3\n", "[storage_options] must be a table"),
+    ("[storage_options]\nkeys = [1]\n", "storage_options.keys must be a string"),
+    ("[storage]\ntimeout_seconds = 0\n", "storage.timeout_seconds must be positive"),
+    ('index_path = "s3://"\n', "names no bucket"),
+    ('index_path = "ftp://host/x"\n', "a folder or an object-store URI (s3://, s3+ddb://, gs://"),
+])
+def test_bad_storage_settings_are_named(workspace, text, message):
+    config(workspace, text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings(workspace, environ={})

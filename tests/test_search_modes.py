@@ -136,8 +136,8 @@ async def test_both_tools_are_listed_with_schemas(server, mode):
         tools = {t.name: t for t in (await client.list_tools()).tools}
     precise, deep = tools[PRECISE], tools[DEEP]
     assert set(precise.input_schema["properties"]) == {"query", "top_k", "min_score", "path_prefix", "after",
-                                                       "before"}
-    assert set(deep.input_schema["properties"]) == {"query", "max_results", "path_prefix", "after", "before"}
+                                                       "before", "scope"}
+    assert set(deep.input_schema["properties"]) == {"query", "max_results", "path_prefix", "after", "before", "scope"}
     assert precise.input_schema["required"] == ["query"] and deep.input_schema["required"] == ["query"]
     top_k = precise.input_schema["properties"]["top_k"]
     assert (top_k["default"], top_k["minimum"], top_k["maximum"]) == (5, 1, 50)

@@ -162,7 +162,8 @@ async def test_list_tools_schemas_and_annotations(server, mode):
                         "memory_graph_add": {"cause", "action", "effect", "outcome"}, "memory_graph_query": {"query"},
                         "memory_graph_summary": set(), "memory_episodes": set(), "compress_context": {"session_key"}}
     # The sampled extraction is filled by the server, never by the caller.
-    assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key"}
+    assert set(tools["memory_capture"].input_schema["properties"]) == {"messages", "session_key", "idempotency_key",
+                                                                       "scope"}
     assert set(tools["memory_capture"].output_schema["properties"]) == {"captured", "skipped", "extractor", "message"}
     assert set(tools["memory_search"].input_schema["properties"]) >= {
         "query", "max_results", "min_score", "path_prefix", "after", "before"}
@@ -196,7 +197,8 @@ async def test_instructions_and_prompts_listed(server, mode):
     assert "memory_search" in instructions and "memory_store" in instructions
     assert "cite" in instructions.lower() and "path#Lstart-Lend" in instructions
     assert set(prompts) == {"recall", "capture", "flush"}
-    assert [(a.name, a.required) for a in prompts["recall"].arguments] == [("message", True), ("session_key", False)]
+    assert [(a.name, a.required) for a in prompts["recall"].arguments] == [("message", True), ("session_key", False),
+                                                                          ("scope", False)]
     for result in (capture, flush):
         assert len(result.messages) == 1 and result.messages[0].role == "user"
         assert "memory_store" in result.messages[0].content.text

@@ -350,3 +350,14 @@ async def test_another_users_warm_process_is_never_asked(ws: Path) -> None:
         (mine,) = warm_infos(ws)
         assert mine.pid != 1
     assert foreign.exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stopped_warm_process_cleans_up(ws: Path, signum: int) -> None:
+    async with Client(params(ws)) as client:
+        await client.list_tools()
+        (warm,) = warm_infos(ws)
+    os.kill(warm.pid, signum)
+    assert await until(lambda: process_identity(warm.pid) is None, timeout=20)
+    assert not warm.path.exists()  # removed by the process itself, not found stale later

@@ -7,6 +7,10 @@ of the workspace read and add entries at once.
 ``embed_through_cache`` is the one way to embed texts through the cache: chunks (the
 backfill) and memory lines (duplicate checks) both use it. A line is keyed as
 ``"line\n" + text``, so it never shares an entry with a chunk of the same text.
+
+A second tier can stand behind the SQLite file: the vector table that machines sharing an
+object store read and add to (``embedding/shared.py``). Lookups ask it for what SQLite lacks
+and keep what it finds; new vectors go to both.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -60,8 +64,19 @@ def embed_through_cache(embedder: Embedder, cache: EmbeddingCache, texts: Sequen
     return np.stack([found[key] for key in keys])
 
 
+class VectorTier(Protocol):
+    """A slower cache behind the local one (the shared vector table): it never raises."""
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class EmbeddingCache:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, second_tier: VectorTier | None = None):
+        self.second_tier = second_tier
         self._conn = open_shared(path)  # creates the folder too
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
@@ -69,7 +84,25 @@ class EmbeddingCache:
         )
         self._lock = threading.Lock()
 
-    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+    def get_many(self, keys: list[str], local_only: bool = False) -> dict[str, np.ndarray]:
+        """The cached vectors of ``keys``: the local file's, then the second tier's for the rest
+        (copied into the local file). ``local_only``: never wait for the second tier."""
+        found = self._get_local(keys)
+        if self.second_tier is not None and not local_only:
+            missing = [key for key in keys if key not in found]
+            fetched = self.second_tier.get_many(missing) if missing else {}
+            if fetched:
+                self._put_local(fetched)
+                found.update(fetched)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        """Add vectors to the local file and to the second tier."""
+        self._put_local(items)
+        if self.second_tier is not None and items:
+            self.second_tier.put_many(items)
+
+    def _get_local(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
@@ -82,7 +115,7 @@ class EmbeddingCache:
                     found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
 
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
+    def _put_local(self, items: dict[str, np.ndarray]) -> None:
         if not items:
             return
         rows = [(k, int(v.shape[0]), np.asarray(v, np.float32).tobytes()) for k, v in items.items()]
@@ -96,5 +129,7 @@ class EmbeddingCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
 
     def close(self) -> None:
+        if self.second_tier is not None:
+            self.second_tier.close()  # writes what it still holds, within its timeout
         with self._lock:
             self._conn.close()

@@ -332,7 +332,8 @@ class Indexer:
         if self.embedder is None or not chunks:
             return {}
         keys = {c.id: text_key(self.embedder, c.index_text) for c in chunks}
-        found = self.cache.get_many(list(set(keys.values())))
+        # Local only: this runs under the write lock, and the backfill asks the shared tier.
+        found = self.cache.get_many(list(set(keys.values())), local_only=True)
         return {cid: found[key] for cid, key in keys.items() if key in found}
 
     # ----- phase 2 -------------------------------------------------------------------------

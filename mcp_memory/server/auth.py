@@ -1,8 +1,10 @@
 """Who may do what: bearer tokens, their scopes, and the decisions taken from a caller's token.
 
-Three kinds of token: a full token reads, writes and sees the private files; a read-only
+Four kinds of token: a full token reads, writes and sees the private files; a read-only
 token searches and reads (private files included) but cannot edit; a shared token (a group
-chat, a team bot) reads and writes but never sees the files of ``privacy.private_paths``.
+chat, a team bot) reads and writes but never sees the files of ``privacy.private_paths``; a
+scoped token is a shared token limited to one scope (``scopes.py``): it sees that scope and the
+global memory, never another scope, and writes into its scope only.
 A transport without authentication (stdio) has no token: its caller is the user, who may do
 everything unless the whole server is shared.
 """
@@ -24,6 +26,7 @@ from mcp_memory.tokens import usable
 SCOPE_READ = "memory"
 SCOPE_WRITE = "memory:write"
 SCOPE_PRIVATE = "memory:private"  # may see the files of privacy.private_paths
+SCOPE_LIMIT = "memory:scope:"  # followed by a scope name: the one memory scope this token may use
 
 
 class StaticTokenVerifier:
@@ -51,10 +54,15 @@ class StaticTokenVerifier:
 
 
 def auth_options(token: str | None, read_only_tokens: list[str] | tuple[str, ...],
-                 shared_tokens: list[str] | tuple[str, ...], public_url: str | None) -> dict[str, Any]:
-    """The ``MCPServer`` keyword arguments that require these tokens; none when no token is usable."""
+                 shared_tokens: list[str] | tuple[str, ...], public_url: str | None,
+                 scoped_tokens: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``MCPServer`` keyword arguments that require these tokens; none when no token is usable.
+
+    ``scoped_tokens`` maps a token to the one scope it is limited to."""
     # A blank token is no token (tokens.py): it never opens the server, whoever passes it.
-    tokens = {t: [SCOPE_READ, SCOPE_WRITE] for t in usable(shared_tokens)}
+    tokens = {t.strip(): [SCOPE_READ, SCOPE_WRITE, SCOPE_LIMIT + scope]
+              for t, scope in (scoped_tokens or {}).items() if usable([t])}
+    tokens.update({t: [SCOPE_READ, SCOPE_WRITE] for t in usable(shared_tokens)})
     tokens.update({t: [SCOPE_READ, SCOPE_PRIVATE] for t in usable(read_only_tokens)})
     for t in usable([token]):
         tokens[t] = [SCOPE_READ, SCOPE_WRITE, SCOPE_PRIVATE]
@@ -88,6 +96,14 @@ def may_see_private(ctx: Context | None, shared: bool) -> bool:
         return False
     scopes = caller_scopes(ctx)
     return scopes is None or SCOPE_PRIVATE in scopes
+
+
+def scope_limit(ctx: Context | None) -> str | None:
+    """The one scope the caller's token is limited to; None for any other caller."""
+    for scope in caller_scopes(ctx) or ():
+        if scope.startswith(SCOPE_LIMIT):
+            return scope[len(SCOPE_LIMIT):]
+    return None
 
 
 def require_write(ctx: Context | None) -> None:

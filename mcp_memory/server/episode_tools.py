@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from mcp_memory.errors import MemoryInputError, SearchError
 from mcp_memory.server.context import ServerContext
+from mcp_memory.server.scoping import refuse_confined
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 DATE = "A day as YYYY-MM-DD"
@@ -52,6 +53,7 @@ def register_episode_tools(server: MCPServer, app: ServerContext) -> None:
     ) -> EpisodesResult:
         """List past sessions (episodes), newest first: when each ran, from which client, the tools it used,
         how many memories it recalled and stored, and its decisions. Read one with memory_get."""
+        refuse_confined(ctx, "episodes record the sessions of every scope, so it cannot list them")
         memory = app.memory()
         try:
             episodes = memory.list_episodes(query, after, before, max_results, app.include_private(ctx))

@@ -19,6 +19,7 @@ import anyio.lowlevel
 from mcp.server import MCPServer
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
+from mcp_memory.scopes import ScopeFilter
 from mcp_memory.server.resources import file_uri
 
 log = logging.getLogger(__name__)
@@ -27,35 +28,46 @@ log = logging.getLogger(__name__)
 class FileEventBus:
     """The server's ``SubscriptionBus``: change events for memory files, delivered by who may see them.
 
-    Whether a listener may see private files is decided when it subscribes (the
-    ``subscriptions/listen`` request carries the caller's token). A shared listener hears
-    nothing about a private file: no ``ResourceUpdated`` and no list change caused by it alone.
+    Whether a listener may see private files, and the scope its token is limited to, are
+    decided when it subscribes (the ``subscriptions/listen`` request carries the caller's
+    token). A shared listener hears nothing about a private file, a scoped one nothing about a
+    file of another scope: no ``ResourceUpdated`` and no list change caused by such files alone.
     """
 
-    def __init__(self, may_see_private: Callable[[], bool], is_private: Callable[[str], bool]):
+    def __init__(self, may_see_private: Callable[[], bool], is_private: Callable[[str], bool],
+                 scope_limit: Callable[[], str | None] = lambda: None):
         self._may_see_private = may_see_private
         self._is_private = is_private
-        self._listeners: dict[object, tuple[Callable[[ServerEvent], None], bool]] = {}
+        self._scope_limit = scope_limit
+        self._listeners: dict[object, tuple[Callable[[ServerEvent], None], bool, ScopeFilter | None]] = {}
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         key = object()
-        self._listeners[key] = (listener, self._may_see_private())
+        limit = self._scope_limit()
+        self._listeners[key] = (listener, self._may_see_private(),
+                                ScopeFilter(frozenset({limit}), confined=True) if limit else None)
         return lambda: self._listeners.pop(key, None) and None
 
     async def publish(self, event: ServerEvent) -> None:
-        self._deliver(event, shared_may_hear=True)
+        self._deliver(event, lambda sees_private, scopes: True)
         await anyio.lowlevel.checkpoint()
 
     async def publish_file_changes(self, paths: set[str]) -> None:
-        visible = {p for p in paths if not self._is_private(p)}
-        self._deliver(ResourcesListChanged(), shared_may_hear=bool(visible))
+        public = {p for p in paths if not self._is_private(p)}
+
+        def hears(path: str) -> Callable[[bool, ScopeFilter | None], bool]:
+            return lambda sees_private, scopes: ((sees_private or path in public)
+                                                 and (scopes is None or scopes.covers(path)))
+
+        self._deliver(ResourcesListChanged(), lambda sees_private, scopes: any(hears(p)(sees_private, scopes)
+                                                                               for p in paths))
         for path in sorted(paths):
-            self._deliver(ResourceUpdated(uri=file_uri(path)), shared_may_hear=path in visible)
+            self._deliver(ResourceUpdated(uri=file_uri(path)), hears(path))
             await anyio.lowlevel.checkpoint()
 
-    def _deliver(self, event: ServerEvent, shared_may_hear: bool) -> None:
-        for listener, sees_private in list(self._listeners.values()):
-            if not (sees_private or shared_may_hear):
+    def _deliver(self, event: ServerEvent, may_hear: Callable[[bool, ScopeFilter | None], bool]) -> None:
+        for listener, sees_private, scopes in list(self._listeners.values()):
+            if not may_hear(sees_private, scopes):
                 continue
             try:
                 listener(event)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from mcp_memory.errors import MemoryInputError
 from mcp_memory.server.auth import require_write
 from mcp_memory.server.context import ServerContext
+from mcp_memory.server.scoping import refuse_confined
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -80,6 +81,7 @@ def register_graph_tools(server: MCPServer, app: ServerContext) -> None:
         or not. Logging the same cause and action again (in other words or another language) updates that
         chain's count and outcomes instead of adding a new one."""
         require_write(ctx)
+        refuse_confined(ctx, "experiences are logged in the global memory/experience.md, which it cannot change")
         memory = app.memory()
         try:
             result = memory.graph_add(cause, action, effect, outcome, tags, app.include_private(ctx))

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context, UserMessage
 from pydantic import Field
 
 from mcp_memory.server.context import ServerContext
+from mcp_memory.server.scoping import SEARCH_SCOPE
 
 CAPTURE_PROMPT = """\
 Review the conversation so far and extract the durable facts, preferences and decisions worth remembering \
@@ -39,12 +40,14 @@ def register_prompts(server: MCPServer, app: ServerContext) -> None:
     def recall(
         message: Annotated[str, Field(description="The user's message")],
         session_key: Annotated[str | None, Field(description="Session id (no repeats within its last turns)")] = None,
+        scope: Annotated[str | None, Field(description=SEARCH_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> list[UserMessage]:
         """The message, preceded by the memories relevant to it (and on a session's first, the pinned rules)."""
         private = app.include_private(ctx)
+        scopes = app.searched(ctx, scope)
         rules = app.memory().first_recall_rules(session_key, include_private=private)
-        block = app.memory().recall(message, session_key=session_key, include_private=private)
+        block = app.memory().recall(message, session_key=session_key, include_private=private, scopes=scopes)
         head = "\n\n".join(part for part in (rules, f"{block}\n{FEEDBACK_NOTE}" if block else "") if part)
         return [UserMessage(f"{head}\n\n{message}" if head else message)]
 

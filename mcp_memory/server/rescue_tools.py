@@ -24,6 +24,7 @@ from mcp_memory.rescue import checked_transcript_path
 from mcp_memory.server.auth import require_write
 from mcp_memory.server.context import ServerContext
 from mcp_memory.server.models import ChatMessage
+from mcp_memory.server.scoping import WRITE_SCOPE, visible
 
 EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -58,6 +59,7 @@ def register_rescue_tools(server: MCPServer, app: ServerContext) -> None:
                                                                         "oldest first; rescued first")] = None,
         transcript_path: Annotated[str | None, Field(description="Absolute path of the session's .jsonl "
                                                                  "transcript; rescued first")] = None,
+        scope: Annotated[str | None, Field(description=WRITE_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> CompressContextResult:
         """Before a conversation is compacted, keep what it would lose: decisions, open tasks, commands and
@@ -68,9 +70,10 @@ def register_rescue_tools(server: MCPServer, app: ServerContext) -> None:
         ran, skipped, message = False, [], ""
         if messages is not None or transcript_path is not None:
             require_write(ctx)
+            where = app.written(ctx, scope)
             source = _source(messages, transcript_path, include_private)
             try:
-                result = memory.rescue(source, session_key, include_private=include_private)
+                result = memory.rescue(source, session_key, include_private=include_private, scope=where)
             except (MemoryInputError, PathError) as exc:
                 raise ToolError(str(exc)) from None
             if result.path:
@@ -78,6 +81,8 @@ def register_rescue_tools(server: MCPServer, app: ServerContext) -> None:
             ran, message = True, result.message
             skipped = [RescueSkip(text=s.text, reason=s.reason) for s in result.skipped]
         last = memory.last_rescue(session_key, include_private)
+        if last is not None and not visible(ctx, last.path):
+            last = None  # rescued into another scope: as if nothing was
         lines = [RescuedLine(citation=f"{last.path}#L{last.start_line + i}", text=f"- [{item.kind}] {item.text}")
                  for i, item in enumerate(last.items)] if last else []
         if not message:

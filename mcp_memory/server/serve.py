@@ -11,8 +11,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server import MCPServer
@@ -22,6 +23,7 @@ from mcp_memory.allocators import tune_for_long_running
 from mcp_memory.bridge import BridgeServer
 from mcp_memory.config import Settings
 from mcp_memory.hooks import handle_request
+from mcp_memory.scopes import ScopeError, check_name
 from mcp_memory.server import create_server
 from mcp_memory.service import MemoryService
 from mcp_memory.stdio import run_stdio
@@ -30,6 +32,7 @@ from mcp_memory.tokens import TokenError, is_short, tokens_from_env, tokens_from
 log = logging.getLogger(__name__)
 
 MIN_REQUEST_BYTES = 1024
+SCOPED_TOKEN_ENV = "MCP_MEMORY_SCOPED_TOKEN"
 
 
 class ServeError(ValueError):
@@ -46,6 +49,9 @@ class ServeOptions:
     token: str | None = None  # full access ($MCP_MEMORY_TOKEN)
     read_only_tokens: list[str] | None = None  # no edits ($MCP_MEMORY_READ_ONLY_TOKEN, comma-separated)
     shared_tokens: list[str] | None = None  # no private files ($MCP_MEMORY_SHARED_TOKEN, comma-separated)
+    # NAME=TOKEN: a shared token limited to scope NAME ($MCP_MEMORY_SCOPED_TOKEN, comma-separated)
+    scoped_tokens: list[str] | None = None
+    scope: str | None = None  # the default scope of callers' stores and searches (None: the global memory)
     shared: bool = False  # every caller is shared, whatever its token
     max_request_bytes: int = 1024 * 1024
     allowed_hosts: list[str] | None = None  # Host headers accepted beyond loopback (None: HOST:*)
@@ -58,10 +64,11 @@ class ServeTokens:
     full: list[str]
     read_only: list[str]
     shared: list[str]
+    scoped: dict[str, str] = field(default_factory=dict)  # token -> the one scope it may use
 
     @property
     def all(self) -> list[str]:
-        return [*self.full, *self.read_only, *self.shared]
+        return [*self.full, *self.read_only, *self.shared, *self.scoped]
 
 
 def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] | None = None) -> None:
@@ -76,8 +83,11 @@ def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] 
     service = MemoryService(settings, sleep=True)
     server = create_server(settings, service, token=tokens.full[0] if network and tokens.full else None,
                            public_url=public_url(options), read_only_tokens=tokens.read_only if network else (),
-                           shared_tokens=tokens.shared if network else (), shared=options.shared)
+                           shared_tokens=tokens.shared if network else (), shared=options.shared,
+                           scope=options.scope, scoped_tokens=tokens.scoped if network else None)
     run_options = http_options(options) if network else {}
+    if network:
+        start_dashboard(server, service, tokens, options, run_options)
     service.start()
     bridge = start_bridge(settings, service, options.shared) if options.bridge else None
     try:
@@ -90,16 +100,40 @@ def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] 
 def collect_tokens(options: ServeOptions, environ: Mapping[str, str]) -> ServeTokens:
     """The tokens given as options, else those of the environment (one full token at most)."""
     try:
-        return ServeTokens(
+        tokens = ServeTokens(
             full=(tokens_from_flags([options.token] if options.token is not None else None, "--token")
                   or tokens_from_env(environ, "MCP_MEMORY_TOKEN")[:1]),
             read_only=(tokens_from_flags(options.read_only_tokens, "--read-only-token")
                        or tokens_from_env(environ, "MCP_MEMORY_READ_ONLY_TOKEN")),
             shared=(tokens_from_flags(options.shared_tokens, "--shared-token")
                     or tokens_from_env(environ, "MCP_MEMORY_SHARED_TOKEN")),
+            scoped=(scoped_tokens(options.scoped_tokens, "--scoped-token")
+                    or scoped_tokens(environ.get(SCOPED_TOKEN_ENV, "").split(","), f"${SCOPED_TOKEN_ENV}")),
         )
     except TokenError as exc:
         raise ServeError(str(exc)) from None
+    if set(tokens.scoped) & {*tokens.full, *tokens.read_only, *tokens.shared}:
+        raise ServeError("a scoped token is also given as another kind of token: give each token one kind")
+    return tokens
+
+
+def scoped_tokens(values: list[str] | None, flag: str) -> dict[str, str]:
+    """``NAME=TOKEN`` pairs as token -> scope; a malformed pair, a bad name or a token given twice is an error."""
+    pairs = [v for v in values or () if v.strip() or flag.startswith("--")]
+    tokens: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, token = pair.partition("=")
+        if not sep:
+            raise TokenError(f"{flag} takes NAME=TOKEN (the scope, then the token), got no '='")
+        try:
+            scope = check_name(name)
+        except ScopeError as exc:
+            raise TokenError(f"{flag}: {exc}") from None
+        (checked,) = tokens_from_flags([token], f"{flag} {scope}=")
+        if checked in tokens:
+            raise TokenError(f"{flag}: one token is given for two scopes")
+        tokens[checked] = scope
+    return tokens
 
 
 def check_exposure(host: str, tokens: ServeTokens) -> None:
@@ -140,6 +174,18 @@ def http_options(options: ServeOptions) -> dict[str, Any]:
         run_options["transport_security"] = TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=options.allowed_origins or [])
     return run_options
+
+
+def start_dashboard(server: MCPServer, service: MemoryService, tokens: ServeTokens, options: ServeOptions,
+                    run_options: dict[str, Any]) -> None:
+    """Serve the dashboard at ``/`` beside the transport, behind the same tokens; print its sign-in link."""
+    from mcp_memory.dashboard.app import register_dashboard
+    from mcp_memory.dashboard.auth import sign_in_link
+
+    register_dashboard(server, service, tokens, options.shared, run_options.get("transport_security"), options.host)
+    host = "127.0.0.1" if options.host in ("", "0.0.0.0") else _host_for_url(options.host)
+    print(f"mcp-memory: dashboard at {sign_in_link(f'http://{host}:{options.port}', tokens)}", file=sys.stderr,
+          flush=True)
 
 
 def start_bridge(settings: Settings, service: MemoryService, shared: bool) -> BridgeServer | None:

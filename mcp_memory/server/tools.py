@@ -1,5 +1,9 @@
 """The tools: search (default, precision and deep), get, store, forget, capture, recall and status.
 
+Every search, store, capture and recall takes an optional ``scope`` (``scopes.py``): searches
+cover it plus the global memory, writes go into it; the connection's default scope applies
+when none is named, and a scoped token never reaches past its own (``scoping.py``).
+
 Each is a plain function the SDK runs in a worker thread; it asks ``Memory`` and turns the
 answer into a result model. Errors the model should see are raised as ``ToolError`` with a
 clear message. An edit is refused to a read-only token, and a private file is never served to
@@ -49,6 +53,7 @@ from mcp_memory.server.models import (
     SearchResult,
     StoreResultModel,
 )
+from mcp_memory.server.scoping import SEARCH_SCOPE, WRITE_SCOPE, check_visible, removable
 from mcp_memory.transcripts import (
     TranscriptError,
     message_from_record,
@@ -79,6 +84,7 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         source: Annotated[Literal["memory", "extra", "sessions"] | None,
                           Field(description="Only hits of this source: memory files, extra paths, or conversation "
                                             "transcripts (when [sessions] paths are configured)")] = None,
+        scope: Annotated[str | None, Field(description=SEARCH_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> SearchResult:
         """Search the memory (hybrid keyword + semantic): the fast default. Each hit cites path#Lstart-Lend.
@@ -87,7 +93,7 @@ def _register_search(server: MCPServer, app: ServerContext) -> None:
         try:
             request = SearchRequest.of(query, max_results=max_results, min_score=min_score, path_prefix=path_prefix,
                                        after=after, before=before, include_private=app.include_private(ctx),
-                                       source=source)
+                                       source=source, scopes=app.searched(ctx, scope))
             hits = app.memory().search(request)
         except SearchError as exc:
             raise ToolError(str(exc)) from None
@@ -100,15 +106,16 @@ MAX_HITS = 50
 
 def _register_precision_search(server: MCPServer, app: ServerContext) -> None:
     async def sample_order(query: str, top_k: int, min_score: float | None, path_prefix: str | None,
-                           after: str | None, before: str | None,
+                           after: str | None, before: str | None, scope: str | None,
                            ctx: Context) -> Sample | CreateMessageResult | SamplingSkipped:
         """The resolver of ``sampled``: the client's model orders the candidates, when the settings ask for it."""
         if not wants_sampled_rerank(app.settings.rerank):
             return SamplingSkipped()
         try:
             request = SearchRequest.of(query, max_results=top_k, min_score=min_score, path_prefix=path_prefix,
-                                       after=after, before=before, include_private=app.include_private(ctx))
-        except SearchError:
+                                       after=after, before=before, include_private=app.include_private(ctx),
+                                       scopes=app.searched(ctx, scope))
+        except (SearchError, ToolError):
             return SamplingSkipped()  # the tool body reports the bad input
         return await rerank_sampling(app, request, ctx)
 
@@ -120,6 +127,7 @@ def _register_precision_search(server: MCPServer, app: ServerContext) -> None:
         path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
         after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
         before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        scope: Annotated[str | None, Field(description=SEARCH_SCOPE)] = None,
         sampled: Annotated[CreateMessageResult | SamplingSkipped | None, Resolve(sample_order)] = None,
         ctx: Context | None = None,
     ) -> PrecisionSearchResult:
@@ -131,7 +139,8 @@ def _register_precision_search(server: MCPServer, app: ServerContext) -> None:
 
         try:
             request = SearchRequest.of(query, max_results=top_k, min_score=min_score, path_prefix=path_prefix,
-                                       after=after, before=before, include_private=app.include_private(ctx))
+                                       after=after, before=before, include_private=app.include_private(ctx),
+                                       scopes=app.searched(ctx, scope))
             warnings: list[str] = []
             reranker = None
             if isinstance(sampled, CreateMessageResult):
@@ -153,6 +162,7 @@ def _register_deep_search(server: MCPServer, app: ServerContext) -> None:
         path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this")] = None,
         after: Annotated[str | None, Field(description="Only daily files dated on or after YYYY-MM-DD")] = None,
         before: Annotated[str | None, Field(description="Only daily files dated on or before YYYY-MM-DD")] = None,
+        scope: Annotated[str | None, Field(description=SEARCH_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> DeepSearchResult:
         """Search the memory for a question that connects several memories ("what does the friend who moved
@@ -161,7 +171,8 @@ def _register_deep_search(server: MCPServer, app: ServerContext) -> None:
         question, 2: a concept) and through which concepts. Slower than memory_search."""
         try:
             request = SearchRequest.of(query, max_results=max_results, path_prefix=path_prefix, after=after,
-                                       before=before, include_private=app.include_private(ctx))
+                                       before=before, include_private=app.include_private(ctx),
+                                       scopes=app.searched(ctx, scope))
             answer = app.memory().deep_search(request)
         except SearchError as exc:
             raise ToolError(str(exc)) from None
@@ -182,6 +193,7 @@ def _register_get(server: MCPServer, app: ServerContext) -> None:
         by the id a search hit or recalled memory carries."""
         try:
             result = app.memory().get(path, from_line, line_count, include_private=app.include_private(ctx))
+            check_visible(ctx, result.path, path)
         except (PathError, MemoryInputError) as exc:
             raise ToolError(str(exc)) from None
         return GetResult.model_validate(result, from_attributes=True)
@@ -193,12 +205,16 @@ def _register_store(server: MCPServer, app: ServerContext) -> None:
         text: Annotated[str, Field(description="One durable fact, preference or decision, as a sentence")],
         category: Annotated[str | None, Field(description="preference, decision, entity, fact or other")] = None,
         evergreen: Annotated[bool, Field(description="True: MEMORY.md (lasting); False: today's daily log")] = False,
+        scope: Annotated[str | None, Field(description=WRITE_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> StoreResultModel:
-        """Save one memory as a bullet in today's daily file (or MEMORY.md). Near-duplicates are not written twice."""
+        """Save one memory as a bullet in today's daily file (or MEMORY.md), of the scope given or the
+        connection's. Near-duplicates are not written twice."""
         require_write(ctx)
+        where = app.written(ctx, scope)
         try:
-            result = app.memory().store(text, category, evergreen, include_private=app.include_private(ctx))
+            result = app.memory().store(text, category, evergreen, include_private=app.include_private(ctx),
+                                        scope=where)
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         m = result.memory
@@ -217,13 +233,16 @@ def _register_forget(server: MCPServer, app: ServerContext) -> None:
         path: Annotated[str | None, Field(description="File of the line to remove")] = None,
         line: Annotated[int | None, Field(ge=1, description="Line number to remove")] = None,
         confirm: Annotated[bool, Field(description="False: only list candidates; True: remove")] = False,
+        scope: Annotated[str | None, Field(description="Where a query looks: as for memory_search")] = None,
         ctx: Context | None = None,
     ) -> ForgetResultModel:
         """Remove one memory line. Without confirm, returns the candidates; with confirm, removes the
         single clear match (or the exact path and line)."""
         require_write(ctx)
+        where = removable(app.scope, ctx, scope)
         try:
-            result = app.memory().forget(query, path, line, confirm, include_private=app.include_private(ctx))
+            result = app.memory().forget(query, path, line, confirm, include_private=app.include_private(ctx),
+                                         scopes=where)
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         if result.removed:
@@ -244,6 +263,7 @@ def _register_capture(server: MCPServer, app: ServerContext) -> None:
                                                              ":memory-capture: are never captured")] = None,
         idempotency_key: Annotated[str | None, Field(description="A key captured before captures nothing "
                                                                  "again (in any process)")] = None,
+        scope: Annotated[str | None, Field(description=WRITE_SCOPE)] = None,
         sampled: Annotated[CreateMessageResult | None, Resolve(sample_facts)] = None,
         ctx: Context | None = None,
     ) -> CaptureResultModel:
@@ -255,6 +275,7 @@ def _register_capture(server: MCPServer, app: ServerContext) -> None:
         from mcp_memory.capture import FixedFacts
 
         require_write(ctx)
+        where = app.written(ctx, scope)
         try:
             parsed = messages_from_json([_plain(m) for m in messages])
         except TranscriptError as exc:
@@ -265,7 +286,7 @@ def _register_capture(server: MCPServer, app: ServerContext) -> None:
             extractor = FixedFacts(text, name="sampling")
         try:
             result = app.memory().capture(parsed, session_key=session_key, idempotency_key=idempotency_key,
-                                          extractor=extractor, include_private=app.include_private(ctx))
+                                          extractor=extractor, include_private=app.include_private(ctx), scope=where)
         except (MemoryInputError, PathError) as exc:
             raise ToolError(f"not captured: {exc}") from None
         if result.captured:
@@ -279,11 +300,13 @@ def _register_recall(server: MCPServer, app: ServerContext) -> None:
         prompt: Annotated[str, Field(description="The user's message")],
         session_key: Annotated[str | None, Field(description="Session id: memories recalled in its last "
                                                              "few turns are not repeated")] = None,
+        scope: Annotated[str | None, Field(description=SEARCH_SCOPE)] = None,
         ctx: Context | None = None,
     ) -> RecallResult:
         """The <relevant-memories> block for a prompt (what the recall prompt injects)."""
+        scopes = app.searched(ctx, scope)
         return RecallResult(context=app.memory().recall(prompt, session_key=session_key,
-                                                        include_private=app.include_private(ctx)))
+                                                        include_private=app.include_private(ctx), scopes=scopes))
 
 
 def _register_status(server: MCPServer, app: ServerContext) -> None:
