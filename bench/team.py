@@ -159,9 +159,11 @@ def run_machine(workspace: Path) -> None:
     embedder = Counting(inner)
     memory = Memory(settings, embedder=embedder)
     memory.open()
-    memory.index()
+    started = time.perf_counter()
+    memory.index()  # a machine joining the team: its notes are there, its index is not
+    ready = {"ready": True, "index_seconds": time.perf_counter() - started, "embedded": embedder.texts}
     embedder.texts = 0
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps(ready), flush=True)
     for line in sys.stdin:
         command = json.loads(line)
         started = time.perf_counter()
@@ -213,7 +215,7 @@ class Machine:
         self.process = subprocess.Popen([sys.executable, __file__, "--machine", str(workspace)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("wb"),
                                         text=True, bufsize=1)
-        self._answer()  # ready once opened and indexed
+        self.ready = self._answer()  # once opened and indexed
 
     def ask(self, **command: Any) -> dict[str, Any]:
         assert self.process.stdin is not None
@@ -309,6 +311,12 @@ def run(label: str, folder: Path, endpoint: str | None, args: argparse.Namespace
     elapsed = time.perf_counter() - started_all
     stats = all_at_once(machines, [{"op": "stats"}] * args.machines)
     served = requests_served(endpoint) - before if endpoint else Counter()
+    # Then one more machine joins with every note (a fresh clone): how long its first index takes.
+    newcomer_space = folder / label / "newcomer"
+    shutil.copytree(machines[0].workspace / "memory", newcomer_space / "memory")
+    shutil.copyfile(machines[0].workspace / "mcp-memory.toml", newcomer_space / "mcp-memory.toml")
+    newcomer = Machine("newcomer", newcomer_space, folder / label / "newcomer.log")
+    machines.append(newcomer)
     for m in machines:
         m.close()
     stores = args.machines * args.stores
@@ -321,6 +329,7 @@ def run(label: str, folder: Path, endpoint: str | None, args: argparse.Namespace
                     "p95": round(percentile(sorted(store_seconds), 95), 3)},
         "in_bucket_after_store_s": {"median": round(statistics.median(flush_seconds), 3),
                                     "p95": round(percentile(sorted(flush_seconds), 95), 3)},
+        "newcomer_index_s": round(newcomer.ready["index_seconds"], 2), "newcomer_embedded": newcomer.ready["embedded"],
         "not_stored": not_stored, "not_found": not_found, "machines_with_chunks_not_embedded": not_embedded,
         "embedded_texts": sum(s["embedded"] for s in stats),
         "embedded_by_machine": [s["embedded"] for s in stats],
@@ -373,14 +382,16 @@ def main() -> None:
              f"{shared['visible_everywhere_s']['p95']} s p95; store {shared['store_s']['median']} s median "
              f"(+{shared['in_bucket_after_store_s']['median']} s until in the bucket); "
              f"{shared['embedded_texts']} texts embedded; {shared['requests_per_store']} requests per store "
-             f"{shared['requests_per_store_by_kind']}; not found: {shared['not_found']}, "
+             f"{shared['requests_per_store_by_kind']}; newcomer indexed in {shared['newcomer_index_s']} s, "
+             f"{shared['newcomer_embedded']} texts embedded; not found: {shared['not_found']}, "
              f"not embedded: {shared['machines_with_chunks_not_embedded']}"]
     if alone:
         saved = 1 - shared["embedded_texts"] / alone["embedded_texts"] if alone["embedded_texts"] else 0.0
         results["embedding_saved"] = round(saved, 3)
         lines.append(f"alone:  visible everywhere in {alone['visible_everywhere_s']['median']} s median, "
                      f"{alone['visible_everywhere_s']['p95']} s p95; store {alone['store_s']['median']} s median; "
-                     f"{alone['embedded_texts']} texts embedded; not found: {alone['not_found']}, "
+                     f"{alone['embedded_texts']} texts embedded; newcomer indexed in {alone['newcomer_index_s']} s, "
+                     f"{alone['newcomer_embedded']} texts embedded; not found: {alone['not_found']}, "
                      f"not embedded: {alone['machines_with_chunks_not_embedded']}")
         lines.append(f"embedding work saved by sharing: {saved:.0%}")
     emit(results, "\n".join(lines), args.json)

@@ -67,8 +67,8 @@ MAX_PENDING = 20_000
 # Every write adds a fragment, and every lookup reads each fragment's key column: compact once
 # this many pile up. Versions older than the retention are deleted then; readers on other
 # machines move to the newest version before each read, so an hour is a wide margin.
-COMPACT_AT_FRAGMENTS = 8
-COMPACT_CHECK_EVERY = 4  # writes between two looks at the fragment count
+COMPACT_AT_FRAGMENTS = 24
+COMPACT_CHECK_EVERY = 8  # writes between two looks at the fragment count
 VERSION_RETENTION = dt.timedelta(hours=1)
 # Declares the key column the table's primary key: concurrent inserts of one key conflict.
 PRIMARY_KEY = {"lance-schema:unenforced-primary-key": "true"}
