@@ -29,11 +29,10 @@ from typing import IO, Any
 
 from mcp_memory.bridge import BridgeError, loggable, open_stream
 from mcp_memory.config import Settings
-from mcp_memory.warm import ensure_warm, settings_digest
+from mcp_memory.warm import CALL_KEY, ensure_warm, settings_digest
 
 log = logging.getLogger(__name__)
 
-CALL_KEY = "io.mcp-memory/call"  # in a tools/call's params._meta: the same call, retried
 START_TIMEOUT = 30.0  # seconds to find or start a warm process before giving up
 STREAM_TIMEOUT = 5.0
 REPLAYED = ("resources/subscribe", "resources/unsubscribe", "logging/setLevel")
@@ -57,7 +56,7 @@ class Front:
         self.stdout = stdout or sys.stdout.buffer
         self._digest = settings_digest(settings)
         self._conn: socket.socket | None = None
-        self._generation = 0  # connections made so far
+        self._failed = False  # the warm process went away and no other could be reached
         self._send_lock = threading.Lock()
         self._out_lock = threading.Lock()
         self._state = threading.Condition()
@@ -85,7 +84,6 @@ class Front:
                     raise FrontError(f"the warm process refused: {exc}") from None
                 time.sleep(0.1)
                 continue
-            self._generation += 1
             log.info("forwarding to warm process %d (port %d)", info.pid, info.port)
             return conn
 
@@ -111,8 +109,6 @@ class Front:
         self._shutdown()
         reader.join(timeout=5.0)
         return 0 if not self._failed else 1
-
-    _failed = False
 
     # ----- client -> warm ----------------------------------------------------------------------
     def _from_client(self, line: bytes) -> None:

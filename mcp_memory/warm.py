@@ -37,6 +37,7 @@ from mcp_memory.config import Settings
 log = logging.getLogger(__name__)
 
 WARM_ROLE = "warm"
+CALL_KEY = "io.mcp-memory/call"  # in a forwarded tools/call's params._meta: the same key on every retry
 POLL_SECONDS = 0.02
 LOG_FILE = "warm.log"
 MAX_LOG_BYTES = 1024 * 1024

@@ -31,10 +31,10 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from pydantic import BaseModel
 
 from mcp_memory.sqlite import open_shared
+from mcp_memory.warm import CALL_KEY
 
 log = logging.getLogger(__name__)
 
-CALL_KEY = "io.mcp-memory/call"  # the front's key (front.py sets it)
 RETENTION_SECONDS = 24 * 3600
 MAX_KEY_CHARS = 64
 
