@@ -466,7 +466,7 @@ class _ProgressBars:
 
         bar = self._bars.get(phase)
         if bar is None:
-            unit = "file" if phase == "files" else "chunk"
+            unit = {"files": "file", "line vectors": "line"}.get(phase, "chunk")
             bar = self._bars[phase] = tqdm(total=total, desc=phase, unit=unit, file=sys.stderr, dynamic_ncols=True)
         bar.total = max(total, done)
         bar.update(done - bar.n)

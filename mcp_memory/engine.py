@@ -10,6 +10,7 @@ never a failed call.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 from collections.abc import Callable
@@ -159,6 +160,14 @@ class Engine:
             return 0
 
     # ----- searching -----------------------------------------------------------------------
+    def chunk_texts(self) -> list[str]:
+        """The text of every indexed chunk, evergreen files first, then daily files newest first."""
+        self.open()
+        self.refresh_snapshot()
+        snap = self.searcher.snapshot
+        newest = sorted(range(len(snap.paths)), key=lambda row: snap.dates[row] or dt.date.max, reverse=True)
+        return [snap.texts[row].as_py() for row in newest]
+
     def search(self, request: SearchRequest) -> list[SearchHit]:
         """Ranked hits; private files left out unless the request includes them."""
         self.open()

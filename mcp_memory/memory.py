@@ -11,6 +11,7 @@ its own:
 * ``capture_flow.py``: from a conversation to captured bullets;
 * ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them);
 * ``precision.py``: precision search (first stage, then a ``Reranker`` from ``rerank/``);
+* ``line_vectors.py``: multilingual-e5 vectors of memory lines that the local reranker reads;
 * ``deep.py``: deep search (a second hop through the concepts of the first hits);
 * ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn);
 * ``episodes.py``: one markdown record per session, merged from the server's and the hook's view;
@@ -29,6 +30,7 @@ the first call that needs the index pays for the slow imports.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +52,7 @@ from mcp_memory.index.doctor import DoctorReport
 from mcp_memory.index.sync import Progress, SyncReport
 from mcp_memory.ledger import Ledger
 from mcp_memory.line_edits import LineEditor
+from mcp_memory.line_vectors import LineVectors, line_vectors_for
 from mcp_memory.memory_ids import is_memory_id
 from mcp_memory.memory_lookup import LocatedMemory
 from mcp_memory.precision import PrecisionSearch
@@ -69,6 +72,8 @@ from mcp_memory.utility import UTILITY_FILE, DecayReport, UtilityChange, Utility
 from mcp_memory.workspace import Workspace
 from mcp_memory.write_log import WriteEvent, WriteLog, capture_event, store_event
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "CaptureResult", "FileInfo", "FileLines", "ForgetResult", "Memory", "MemoryInputError", "MemoryLine", "PathError",
     "SearchAnswer", "SearchError", "SearchHit", "SearchRequest", "StatusReport", "StoreResult", "SyncReport",
@@ -78,7 +83,7 @@ __all__ = [
 class Memory:
     """Search and read the memory of one workspace; keep its index in step with the files."""
 
-    def __init__(self, settings: Settings, embedder: Any = CONFIGURED):
+    def __init__(self, settings: Settings, embedder: Any = CONFIGURED, line_vectors: bool | None = None):
         self.settings = settings
         self.workspace = Workspace(settings.workspace, settings.extra_paths, settings.index_dir / "files.lock",
                                    settings.sessions.paths)
@@ -91,7 +96,12 @@ class Memory:
         self.editor = Editor(self.engine, self.reader, self.similarity)
         self.capture_flow = CaptureFlow(self.engine, self.similarity, self.editor, lambda: self.ledger)
         self.recaller = Recaller(self.engine, self.similarity, lambda: self.ledger)
-        self.rerankers = Rerankers(settings, self.engine)
+        # Line vectors come with the configured models; a caller that passes its own embedder
+        # (a test, a benchmark) gets none unless it asks (``line_vectors=True``).
+        wanted = embedder is CONFIGURED if line_vectors is None else line_vectors
+        self.line_vectors: LineVectors | None = (
+            line_vectors_for(settings, lambda: self.engine.open().cache) if wanted else None)
+        self.rerankers = Rerankers(settings, self.engine, self.line_vectors)
         self.precision = PrecisionSearch(self.engine, settings, self.rerankers.local, self.rerankers.configured)
         self.deep = DeepSearch(self.engine, settings, lambda: self.precision, self.rerankers.local)
         self.feedback = Feedback(self.reader, self.engine.naming, self.utility)
@@ -155,8 +165,16 @@ class Memory:
 
     def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
                  wait: float = 0) -> int:
-        """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
-        return self.engine.backfill(progress, should_stop, wait=wait)
+        """Embed chunks still missing a vector, then memory lines (slow; resumable; one process at a time).
+
+        Returns how many chunks got a vector."""
+        done = self.engine.backfill(progress, should_stop, wait=wait)
+        if self.line_vectors is not None:
+            try:
+                self.line_vectors.fill(self.engine.chunk_texts(), should_stop, progress)
+            except Exception:  # precision search works without them
+                log.exception("embedding memory lines failed")
+        return done
 
     def index(self, progress: Progress | None = None) -> SyncReport:
         """Sync, then embed everything that is missing."""

@@ -41,7 +41,12 @@ def cache_key(provider: str, model: str, dimensions: int, text: str) -> str:
 
 def text_key(embedder: Embedder, text: str, kind: EmbedKind = "chunk") -> str:
     """The cache key of ``text`` embedded by ``embedder`` as a ``kind``."""
-    return cache_key(embedder.provider, embedder.model, embedder.dimensions, _KEY_PREFIX[kind] + text)
+    return kind_key(embedder.provider, embedder.model, embedder.dimensions, text, kind)
+
+
+def kind_key(provider: str, model: str, dimensions: int, text: str, kind: EmbedKind) -> str:
+    """The cache key of ``text`` as a ``kind``, for a model named without loading it."""
+    return cache_key(provider, model, dimensions, _KEY_PREFIX[kind] + text)
 
 
 def embed_through_cache(embedder: Embedder, cache: EmbeddingCache, texts: Sequence[str],
@@ -96,10 +101,10 @@ class EmbeddingCache:
                 found.update(fetched)
         return found
 
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        """Add vectors to the local file and to the second tier."""
+    def put_many(self, items: dict[str, np.ndarray], local_only: bool = False) -> None:
+        """Add vectors to the local file and (unless ``local_only``) to the second tier."""
         self._put_local(items)
-        if self.second_tier is not None and items:
+        if self.second_tier is not None and items and not local_only:
             self.second_tier.put_many(items)
 
     def _get_local(self, keys: list[str]) -> dict[str, np.ndarray]:

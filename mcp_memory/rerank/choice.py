@@ -6,14 +6,16 @@ import threading
 
 from mcp_memory.config import Settings
 from mcp_memory.engine import Engine
+from mcp_memory.line_vectors import LineVectors
 from mcp_memory.rerank.base import Reranker
 from mcp_memory.rerank.local import LocalReranker
 
 
 class Rerankers:
-    def __init__(self, settings: Settings, engine: Engine):
+    def __init__(self, settings: Settings, engine: Engine, lines: LineVectors | None = None):
         self.settings = settings
         self.engine = engine
+        self.lines = lines
         self._local: LocalReranker | None = None
         self._configured: Reranker | None = None
         self._lock = threading.Lock()
@@ -22,7 +24,7 @@ class Rerankers:
         """The offline reranker (always available)."""
         with self._lock:
             if self._local is None:
-                self._local = LocalReranker(lambda terms: self.engine.keywords.idf(terms))
+                self._local = LocalReranker(lambda terms: self.engine.keywords.idf(terms), lines=self.lines)
             return self._local
 
     def configured(self) -> Reranker:

@@ -10,24 +10,28 @@ answers the question. This stage reads each candidate line by line:
   "masterpiece on wheels" beats a line that has the three words apart;
 * **dates**: when the query names a day, month or year (``periods.py``), daily files of
   that period, or just after it, rise;
-* the first stage's own fused score, which carries the semantic match.
+* the first stage's own fused score, which carries the semantic match;
+* **closest line** (when line vectors exist, ``line_vectors.py``): how close the query is to
+  the candidate's best line by multilingual-e5, spread over the candidates.
 
 Word evidence (lines, phrases) counts only when some candidate holds a good share of the
 query's words, so a query whose words the notes do not hold (another language) keeps the
 first stage's order.
 
 Measured on LoCoMo (``bench/locomo.py``, ``docs/benchmarks.md``), along with what did not
-help: vectors per line from the default model, rank fusion instead of score blending.
+help: vectors per line from the default (chunk) model, rank fusion instead of score blending.
 Weights are round numbers, not fitted.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 
 from mcp_memory.analysis import TermAnalyzer
+from mcp_memory.line_vectors import LineVectors
 from mcp_memory.periods import date_closeness, query_periods
 from mcp_memory.rerank.base import RerankCandidate
 
@@ -40,7 +44,10 @@ WORDS_FOUND_LOW = 0.3
 WORDS_FOUND_HIGH = 0.6
 DATE_WEIGHT = 0.3
 WINDOW_LINES = 2
+LINE_VECTOR_WEIGHT = 0.2
 _CACHED_LINES = 50_000
+
+log = logging.getLogger(__name__)
 
 IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 
@@ -48,9 +55,10 @@ IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 class LocalReranker:
     name = "local"
 
-    def __init__(self, idf: IdfLookup, analyzer: TermAnalyzer | None = None):
+    def __init__(self, idf: IdfLookup, analyzer: TermAnalyzer | None = None, lines: LineVectors | None = None):
         self._idf = idf
         self._analyzer = analyzer or TermAnalyzer()
+        self._line_vectors = lines
         self._lines: OrderedDict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = OrderedDict()
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
@@ -78,7 +86,21 @@ class LocalReranker:
             if periods:
                 score += DATE_WEIGHT * date_closeness(periods, candidate.date)
             scores.append(score / scale)
+        closest = self._closest_lines(query, candidates)
+        if closest is not None:
+            scores = [(s + LINE_VECTOR_WEIGHT * c) / (1 + LINE_VECTOR_WEIGHT)
+                      for s, c in zip(scores, closest, strict=True)]
         return scores
+
+    def _closest_lines(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float] | None:
+        """Each candidate's closest-line evidence (0..1), or None when there is none to hear."""
+        if self._line_vectors is None:
+            return None
+        try:
+            return self._line_vectors.best_line_scores(query, [c.text for c in candidates])
+        except Exception as exc:  # noqa: BLE001 - extra evidence: without it the order is still sound
+            log.warning("line vectors unavailable for precision search: %s", exc)
+            return None
 
     def line_evidence(self, text: str, weights: dict[str, float], total: float) -> tuple[float, int]:
         """The best window's share of the query weight (0..1) and the index of its first line."""

