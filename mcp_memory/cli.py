@@ -294,6 +294,9 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         ("fingerprint", json.dumps(status.fingerprint, sort_keys=True) if status.fingerprint else "none"),
         ("last sync", status.last_sync or "never"),
     ]
+    lines = status.line_vectors
+    if lines is not None:
+        rows.append(("line vectors", f"{lines['embedded']} of {lines['lines']} lines (precision search)"))
     if status.last_rebuild_reason:
         rows.append(("last rebuild", status.last_rebuild_reason))
     if status.shared_vectors:

@@ -42,6 +42,8 @@ class StatusReport:
     # Pinned rules: {"pinning": bool, "pinned": count, "warnings": [...]}; None in the reduced view.
     rules: dict[str, Any] | None = None
     shared_vectors: str | None = None  # the object-store URI of the vector table machines share
+    # Line vectors of precision search ({"lines", "embedded"}); None when there are none (line_vectors.py).
+    line_vectors: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -33,6 +33,7 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from mcp_memory.capture import Extractor
@@ -229,7 +230,10 @@ class Memory:
     # ----- health --------------------------------------------------------------------------
     def status(self, include_private: bool = True) -> StatusReport:
         """What the index holds and how healthy it is (``to_dict()``: a reduced view for shared callers)."""
-        return status_report(self.engine, self.reader, include_private)
+        report = status_report(self.engine, self.reader, include_private)
+        if self.line_vectors is None or not include_private:
+            return report
+        return replace(report, line_vectors=self.line_vectors.coverage(self.engine.chunk_texts()))
 
     def doctor(self) -> DoctorReport:
         """The index checked against the files; changes nothing."""

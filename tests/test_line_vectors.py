@@ -94,7 +94,11 @@ def test_lines_are_embedded_once_and_an_edit_embeds_only_its_line(settings: Sett
         path = settings.workspace / "memory/2026-05-03.md"
         path.write_text(path.read_text(encoding="utf-8").replace("peach cobbler", "plum tart"), encoding="utf-8")
         memory.sync()
+        before = memory.status().line_vectors
+        assert before is not None and before["embedded"] == before["lines"] - 1
         assert lines.fill(memory.engine.chunk_texts()) == 1
+        assert memory.status().line_vectors == {"lines": before["lines"], "embedded": before["lines"]}
+        assert "line_vectors" not in memory.status(include_private=False).to_dict()
 
 
 def test_only_one_process_embeds_lines_at_a_time(settings: Settings) -> None:

@@ -119,6 +119,17 @@ def test_deep_search_follows_a_concept_of_the_first_hits(settings: Settings) -> 
     assert all(h.concepts for h in answer.hits if h.hop == 2)
 
 
+def test_deep_search_takes_names_not_capitalised_first_words_as_concepts(settings: Settings) -> None:
+    ws = settings.workspace
+    write(ws, "memory/party.md", "# Party\n\n- Wow, the tart was great. Marisol baked it, and Ottoline came.\n")
+    for i in range(6):
+        write(ws, f"memory/other-{i}.md", f"# Other {i}\n\n- The meeting {i} ran late again.\n")
+    with _memory(settings) as memory:
+        concepts = memory.deep_search("who baked the tart for the party?", max_results=5).concepts
+    assert "Ottoline" in concepts
+    assert concepts.index("Ottoline") < (concepts.index("Wow") if "Wow" in concepts else len(concepts))
+
+
 @pytest.mark.parametrize("k", [0, -3, 10**9])
 def test_bad_result_counts_are_clear_errors(settings: Settings, k: int) -> None:
     write(settings.workspace, "memory/2026-03-03.md", "- A note.\n")

@@ -107,6 +107,17 @@ class EmbeddingCache:
         if self.second_tier is not None and items and not local_only:
             self.second_tier.put_many(items)
 
+    def present(self, keys: list[str]) -> set[str]:
+        """Those of ``keys`` the local file holds (their vectors are not read)."""
+        present: set[str] = set()
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(f"SELECT key FROM embeddings WHERE key IN ({marks})", part).fetchall()
+                present.update(key for (key,) in rows)
+        return present
+
     def _get_local(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         with self._lock:
