@@ -12,7 +12,7 @@ from filelock import FileLock
 
 from mcp_memory.config import Settings
 from mcp_memory.embedding.cache import EmbeddingCache
-from mcp_memory.line_vectors import line_vectors_for, script_of, vector_lines
+from mcp_memory.line_vectors import LineVectors, line_vectors_for, script_of, vector_lines
 from mcp_memory.memory import Memory
 from mcp_memory.rerank.base import RerankCandidate
 from mcp_memory.rerank.local import LocalReranker
@@ -46,6 +46,15 @@ def _diary(workspace: Path, lines: list[str], prefix: str) -> None:
         write(workspace, f"memory/2026-05-{day:02d}.md", "\n".join([f"# 2026-05-{day:02d}", "", *filler, line]) + "\n")
 
 
+def _line_vectors(memory: Memory) -> LineVectors:
+    assert memory.line_vectors is not None
+    return memory.line_vectors
+
+
+def _diary_texts(memory: Memory) -> list[str]:
+    return [memory.get(f"memory/2026-05-{day:02d}.md").text for day in range(1, 7)]
+
+
 def _memory(settings: Settings, line_vectors: bool) -> Memory:
     memory = Memory(settings, embedder=HashEmbedder(), line_vectors=line_vectors)
     memory.index()  # sync, chunk vectors, then line vectors
@@ -76,8 +85,7 @@ def test_precise_search_finds_the_line_that_answers_by_meaning(settings: Setting
 def test_the_closest_line_outweighs_a_small_first_stage_lead(settings: Settings, lines: list[str], query: str,
                                                              answer: int) -> None:
     with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
-        assert memory.line_vectors is not None
-        memory.line_vectors.fill(lines)
+        _line_vectors(memory).fill(lines)
         # The first stage puts every other line slightly ahead of the answer; words are no help.
         candidates = [RerankCandidate(line, f"memory/2026-05-{i + 1:02d}.md", 1, None, 0.5 if i == answer else 0.55)
                       for i, line in enumerate(lines)]
@@ -90,8 +98,7 @@ def test_the_closest_line_outweighs_a_small_first_stage_lead(settings: Settings,
 def test_lines_are_embedded_once_and_an_edit_embeds_only_its_line(settings: Settings) -> None:
     _diary(settings.workspace, MARIA, "weather")
     with _memory(settings, line_vectors=True) as memory:
-        lines = memory.line_vectors
-        assert lines is not None
+        lines = _line_vectors(memory)
         assert memory.backfill() == 0 and lines.fill(memory.engine.chunk_texts()) == 0
         path = settings.workspace / "memory/2026-05-03.md"
         path.write_text(path.read_text(encoding="utf-8").replace("peach cobbler", "plum tart"), encoding="utf-8")
@@ -107,8 +114,7 @@ def test_only_one_process_embeds_lines_at_a_time(settings: Settings) -> None:
     _diary(settings.workspace, MARIA, "weather")
     with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
         memory.sync()
-        lines = memory.line_vectors
-        assert lines is not None
+        lines = _line_vectors(memory)
         held = FileLock(str(settings.index_dir / "line-vectors.lock"))
         ready, release = threading.Event(), threading.Event()
 
@@ -131,9 +137,7 @@ def test_only_one_process_embeds_lines_at_a_time(settings: Settings) -> None:
 def test_line_vectors_are_silent_for_a_question_in_another_script(settings: Settings) -> None:
     _diary(settings.workspace, MALI, "天气")
     with _memory(settings, line_vectors=True) as memory:
-        lines = memory.line_vectors
-        assert lines is not None
-        texts = [memory.get(f"memory/2026-05-{d:02d}.md").text for d in range(1, 7)]
+        lines, texts = _line_vectors(memory), _diary_texts(memory)
         assert lines.best_line_scores("玛丽做过什么甜点？", texts) is not None
         assert lines.best_line_scores("Which desserts has Maria baked?", texts) is None
 
@@ -142,10 +146,7 @@ def test_a_search_before_the_fill_reads_no_line_vectors(settings: Settings) -> N
     _diary(settings.workspace, MARIA, "weather")
     with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
         memory.sync()
-        lines = memory.line_vectors
-        assert lines is not None
-        texts = [memory.get(f"memory/2026-05-{d:02d}.md").text for d in range(1, 7)]
-        assert lines.best_line_scores("Which desserts has Maria baked?", texts) is None
+        assert _line_vectors(memory).best_line_scores("Which desserts has Maria baked?", _diary_texts(memory)) is None
         assert len(memory.precise_search("Which desserts has Maria baked?").hits) > 0
 
 
