@@ -1,33 +1,26 @@
 """What was stored and captured: when, in which session, by which extractor, and what was left out and why.
 
 The markdown files say what was written, not what a capture skipped or which extractor ran,
-so each store and capture appends one row here (``activity.sqlite`` beside the index) for
-the dashboard's timeline. Like the ledger it is derived state: losing it loses history,
-never memory. Rows older than ``RETENTION_DAYS`` are pruned, and a failure to log never
+so each store and capture appends one row to the activity database (``activity.py``) for
+the dashboard's timeline: derived state, pruned after 30 days, and a failure to log never
 fails the write it describes.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_memory.activity import ActivityTable, json_list, safe_text
 from mcp_memory.hits import MemoryLine
-from mcp_memory.sqlite import open_shared
 
 if TYPE_CHECKING:
     from mcp_memory.capture_flow import CaptureResult
     from mcp_memory.edits import StoreResult
 
-log = logging.getLogger(__name__)
-
-RETENTION_DAYS = 30
 MAX_TEXT = 300  # characters of one logged line or skipped text
 
 
@@ -71,71 +64,33 @@ class WriteLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = open_shared(self.path)
-            conn.execute("CREATE TABLE IF NOT EXISTS writes (id INTEGER PRIMARY KEY, at REAL, kind TEXT, session TEXT,"
-                         " extractor TEXT, message TEXT, by_owner INTEGER, written TEXT, skipped TEXT)")
-            conn.execute("CREATE INDEX IF NOT EXISTS writes_by_time ON writes (at)")
-            conn.execute("DELETE FROM writes WHERE at < ?", (time.time() - RETENTION_DAYS * 86400,))
-            self._conn = conn
-        return self._conn
+        self._table = ActivityTable(path, "writes", ["kind TEXT", "session TEXT", "extractor TEXT", "message TEXT",
+                                                     "by_owner INTEGER", "written TEXT", "skipped TEXT"])
 
     def record(self, event: WriteEvent) -> None:
         """Append ``event``; a failure is logged, never raised (the write it describes happened)."""
-        written = [{"path": _safe(m.path), "line": m.line, "text": _safe(m.text[:MAX_TEXT])} for m in event.written]
-        skipped = [{"text": _safe(s.text[:MAX_TEXT]), "reason": _safe(s.reason[:MAX_TEXT])} for s in event.skipped]
-        try:
-            with self._lock:
-                self._db().execute(
-                    "INSERT INTO writes (at, kind, session, extractor, message, by_owner, written, skipped)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (event.at, event.kind, _safe(event.session[:200]), _safe(event.extractor[:200]),
-                     _safe(event.message[:MAX_TEXT]),
-                     int(event.by_owner), json.dumps(written, ensure_ascii=False),
-                     json.dumps(skipped, ensure_ascii=False)))
-        except (sqlite3.Error, OSError, ValueError) as exc:
-            log.warning("could not log a %s: %s", event.kind, exc)
+        written = [{"path": safe_text(m.path), "line": m.line, "text": safe_text(m.text[:MAX_TEXT])}
+                   for m in event.written]
+        skipped = [{"text": safe_text(s.text[:MAX_TEXT]), "reason": safe_text(s.reason[:MAX_TEXT])}
+                   for s in event.skipped]
+        self._table.append((event.at, event.kind, safe_text(event.session[:200]), safe_text(event.extractor[:200]),
+                            safe_text(event.message[:MAX_TEXT]), int(event.by_owner),
+                            json.dumps(written, ensure_ascii=False), json.dumps(skipped, ensure_ascii=False)),
+                           f"a {event.kind}")
 
     def recent(self, limit: int = 500) -> list[WriteEvent]:
         """The latest ``limit`` events, newest first."""
-        try:
-            with self._lock:
-                rows = self._db().execute(
-                    "SELECT at, kind, session, extractor, message, by_owner, written, skipped FROM writes"
-                    " ORDER BY at DESC, id DESC LIMIT ?", (max(1, int(limit)),)).fetchall()
-        except (sqlite3.Error, OSError, ValueError) as exc:
-            log.warning("could not read the write log: %s", exc)
-            return []
-        return [_event(row) for row in rows]
+        return [_event(row) for row in self._table.newest(limit, "the write log")]
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._table.close()
 
 
 def _event(row: tuple[Any, ...]) -> WriteEvent:
     at, kind, session, extractor, message, by_owner, written, skipped = row
     lines = [MemoryLine(str(w.get("path", "")), int(w.get("line", 0)), str(w.get("text", "")))
-             for w in _json_list(written)]
-    skips = [SkippedText(str(s.get("text", "")), str(s.get("reason", ""))) for s in _json_list(skipped)]
+             for w in json_list(written)]
+    skips = [SkippedText(str(s.get("text", "")), str(s.get("reason", ""))) for s in json_list(skipped)]
     return WriteEvent(float(at), str(kind), str(session or ""), str(extractor or ""), str(message or ""), lines,
                       skips, bool(by_owner))
 
-
-def _json_list(raw: object) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(str(raw or "[]"))
-    except ValueError:
-        return []
-    return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
-
-
-def _safe(text: object) -> str:
-    """``text`` as valid UTF-8 (JSON and hook input admit lone surrogates; SQLite does not)."""
-    return str(text or "").encode("utf-8", "replace").decode("utf-8")
