@@ -239,7 +239,8 @@ class Memory:
         report = status_report(self.engine, self.reader, include_private)
         if self.line_vectors is None or not include_private:
             return report
-        return replace(report, line_vectors=self.line_vectors.coverage(self.engine.chunk_texts()))
+        coverage = self.line_vectors.coverage(self.engine.chunk_texts, self.engine.state.generation)
+        return replace(report, line_vectors=coverage)
 
     def doctor(self) -> DoctorReport:
         """The index checked against the files; changes nothing."""

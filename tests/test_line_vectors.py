@@ -107,6 +107,11 @@ def test_lines_are_embedded_once_and_an_edit_embeds_only_its_line(settings: Sett
         assert before is not None and before["embedded"] == before["lines"] - 1
         assert lines.fill(memory.engine.chunk_texts()) == 1
         assert memory.status().line_vectors == {"lines": before["lines"], "embedded": before["lines"]}
+        reads: list[int] = []
+        chunk_texts = memory.engine.chunk_texts
+        memory.engine.chunk_texts = lambda: reads.append(1) or chunk_texts()  # type: ignore[method-assign]
+        assert memory.status().line_vectors == memory.status().line_vectors
+        assert reads == []  # counted once per index generation and fill, not per status call
         assert "line_vectors" not in memory.status(include_private=False).to_dict()
 
 
