@@ -15,6 +15,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from mcp_memory.hits import cite
+
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -40,7 +42,7 @@ class Chunk:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return cite(self.path, self.start_line, self.end_line)
 
     @property
     def index_text(self) -> str:

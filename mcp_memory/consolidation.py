@@ -34,6 +34,7 @@ from mcp_memory.consolidation_judge import CANDIDATE_COSINE, MAX_PAIRS, ChatJudg
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.engine import Engine
+from mcp_memory.hits import cite
 from mcp_memory.memory_ids import retired_by, split_memories
 from mcp_memory.opposites import opposed
 from mcp_memory.scopes import may_retire
@@ -73,7 +74,7 @@ class Item:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}"
+        return cite(self.path, self.start_line)
 
 
 @dataclass(frozen=True)

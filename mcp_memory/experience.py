@@ -34,6 +34,7 @@ from mcp_memory.analysis import keyword_tokens, query_tokens
 from mcp_memory.edits import Editor
 from mcp_memory.engine import Engine
 from mcp_memory.errors import MemoryInputError, PathError
+from mcp_memory.hits import cite
 from mcp_memory.opposites import opposed
 from mcp_memory.reading import Reader
 from mcp_memory.safety import clean_memory_text
@@ -87,7 +88,7 @@ class Chain:
 
     @property
     def citation(self) -> str:
-        return f"{EXPERIENCE_FILE}#L{self.start_line}-L{self.end_line}"
+        return cite(EXPERIENCE_FILE, self.start_line, self.end_line)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "cause": self.cause, "action": self.action, "effect": self.effect,

@@ -11,6 +11,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+def cite(path: str, start_line: int, end_line: int | None = None) -> str:
+    """The one citation format: ``path#Lstart-Lend``, or ``path#Lline`` for a single line."""
+    return f"{path}#L{start_line}" if end_line is None else f"{path}#L{start_line}-L{end_line}"
+
+
 @dataclass(frozen=True)
 class SearchHit:
     path: str
@@ -43,7 +48,7 @@ class SearchHit:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return cite(self.path, self.start_line, self.end_line)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -75,4 +80,4 @@ class MemoryLine:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.line}"
+        return cite(self.path, self.line)

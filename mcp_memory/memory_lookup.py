@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_memory.errors import PathError
+from mcp_memory.hits import cite
 from mcp_memory.memory_ids import MemoryUnit, split_memories
 from mcp_memory.workspace import Workspace
 
@@ -32,7 +33,7 @@ class LocatedMemory:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return cite(self.path, self.start_line, self.end_line)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_memory.activity import ActivityTable, json_list, safe_text
-from mcp_memory.hits import SearchHit
+from mcp_memory.hits import SearchHit, cite
 from mcp_memory.safety import redact_secrets
 
 MAX_PROMPT = 500
@@ -33,7 +33,7 @@ class RecalledItem:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return cite(self.path, self.start_line, self.end_line)
 
 
 @dataclass(frozen=True)

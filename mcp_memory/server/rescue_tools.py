@@ -20,6 +20,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_memory.errors import MemoryInputError, PathError
+from mcp_memory.hits import cite
 from mcp_memory.rescue import checked_transcript_path
 from mcp_memory.server.auth import require_write
 from mcp_memory.server.context import ServerContext
@@ -83,7 +84,7 @@ def register_rescue_tools(server: MCPServer, app: ServerContext) -> None:
         last = memory.last_rescue(session_key, include_private)
         if last is not None and not visible(ctx, last.path):
             last = None  # rescued into another scope: as if nothing was
-        lines = [RescuedLine(citation=f"{last.path}#L{last.start_line + i}", text=f"- [{item.kind}] {item.text}")
+        lines = [RescuedLine(citation=cite(last.path, last.start_line + i), text=f"- [{item.kind}] {item.text}")
                  for i, item in enumerate(last.items)] if last else []
         if not message:
             message = (f"the last compaction rescued {len(lines)} items" if last
