@@ -18,7 +18,9 @@ items can retire others, but are never marked):
   file or a trailing ``(YYYY-MM-DD)``) are compared by time; the earlier one is marked.
 
 An item is only retired in favour of one seen wherever it is seen: of its own scope, or global
-(``scopes.py``); a project's note never hides a global one, nor one of another project.
+(``scopes.py``); a project's note never hides a global one, nor one of another project; and an
+item of a shared file never in favour of one in a private file (``privacy.py``), whose citation
+the mark would write into the shared file.
 """
 
 from __future__ import annotations
@@ -136,13 +138,22 @@ def plan_retirements(engine: Engine, items: list[Item], judge: ChatJudge | None 
             continue
         kind, old, new = found
         victim = i if old is items[i] else j
-        if kind == "duplicate" and not may_retire(old.path, new.path) and may_retire(new.path, old.path):
-            # A global memory repeated in a scope: the scope's copy goes, whichever was said first.
+        if kind == "duplicate" and not _may_retire(engine, old.path, new.path) and _may_retire(engine, new.path,
+                                                                                                  old.path):
+            # A global memory repeated in a scope (a shared one in a private file): that copy goes.
             victim, new = (j if victim == i else i), old
-        if items[victim].curated or victim in planned or not may_retire(items[victim].path, new.path):
-            continue  # a scoped memory never retires a global one, nor one of another scope
+        if items[victim].curated or victim in planned or not _may_retire(engine, items[victim].path, new.path):
+            continue  # a scoped memory never retires a global one, nor a private one a shared one
         planned[victim] = Retirement(kind, items[victim], new, cosine)
     return list(planned.values())
+
+
+def _may_retire(engine: Engine, path: str, keeper_path: str) -> bool:
+    """Whether an item of ``path`` may be marked in favour of one of ``keeper_path``: the keeper is seen
+    wherever the marked item is (its scope or the global memory; a shared file's keeper is shared),
+    since the mark names the keeper in the marked item's file."""
+    privacy = engine.privacy
+    return may_retire(path, keeper_path) and (privacy.is_private(path) or not privacy.is_private(keeper_path))
 
 
 def _model_verdicts(items: list[Item], pairs: list[tuple[tuple[int, int], float]], judge: ChatJudge,

@@ -21,6 +21,12 @@ Memories, decisions and errors are unions; start is the earliest start, end the 
 
 Everything written passes the secret and injection filters: secrets are redacted, lines that
 read as instructions to a model are dropped.
+
+An episode carries the privacy of what it cites and quotes: one that cites a private file, or
+holds a decision or error written in one, is written under ``memory/episodes/private/``, which
+``privacy.py`` keeps from shared callers whatever the settings say. A merge that brings in a
+private source moves the episode there, and so does a sync that finds an episode citing a file
+made private since (``EpisodeLog.recheck_privacy``).
 """
 
 from __future__ import annotations
@@ -28,14 +34,17 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp_memory.errors import MemoryInputError
+from mcp_memory.errors import MemoryInputError, PathError
+from mcp_memory.privacy import PRIVATE_RECORDS_DIR
+from mcp_memory.similarity import memory_body
 from mcp_memory.transcripts import claude_record, content_text, jsonl_records
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
@@ -43,7 +52,11 @@ if TYPE_CHECKING:  # the server imports this module before the index is open
     from mcp_memory.engine import Engine
     from mcp_memory.reading import Reader
 
+log = logging.getLogger(__name__)
+
 EPISODES_DIR = "memory/episodes"
+PRIVACY_STAMP = "episodes-privacy"  # in the index folder: the privacy patterns episodes were last checked against
+MIN_QUOTED = 12  # characters of a decision or error that count as quoting a private file
 MERGE_SLACK = dt.timedelta(minutes=2)
 MAX_TEXT = 300  # characters of one decision, error or fix
 MAX_ITEMS = 200  # entries per list in one episode
@@ -56,6 +69,9 @@ _RECALL_ITEM = re.compile(r'<memory source="([^"]+)"(?: id="([^"]*)")?')
 _FIX_WORDS = re.compile(r"\b(fix(?:ed|es)?|the (?:problem|issue|error|cause) (?:was|is)|resolved|solved|works now|"
                         r"now works|was caused by|because)\b", re.IGNORECASE)
 _MCP_PREFIX = re.compile(r"^mcp__[^_]+(?:_[^_]+)*?__")
+# OpenClaw's MCP client calls itself "openclaw-bundle-mcp": its server records and its hooks' records
+# of one session are one client's, so they merge into one episode.
+_CLIENT_ALIASES = {"openclaw-bundle-mcp": "openclaw"}
 
 
 def is_real_work(tool: str) -> bool:
@@ -71,8 +87,10 @@ def normal_tool(name: str) -> str:
 
 
 def normal_client(name: str) -> str:
-    """A client's name as episodes compare it: lower case, words joined by '-' ("Claude Code" = claude-code)."""
-    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")[:60] or "unknown"
+    """A client's name as episodes compare it: lower case, words joined by '-' ("Claude Code" = claude-code);
+    an MCP client name that is another name of a client is that client's ("openclaw-bundle-mcp" = openclaw)."""
+    normal = re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")[:60] or "unknown"
+    return _CLIENT_ALIASES.get(normal, normal)
 
 
 @dataclass(frozen=True)
@@ -398,12 +416,19 @@ def episode_from_transcript(path: str | Path, session_key: str = "", client: str
     ``is_error``; an error counts as fixed when a later call of the same tool succeeds, or
     when the next assistant text explains a fix. Sub-agent (sidechain) records are left out.
     """
+    return episode_from_records(_records(Path(path)), session_key, client, decisions)
+
+
+def episode_from_records(records: Iterable[dict[str, Any]], session_key: str = "", client: str = "claude-code",
+                         decisions: list[str] | None = None) -> Episode | None:
+    """The episode of transcript records (as ``episode_from_transcript`` reads them from a file) that a
+    client handed over itself, e.g. OpenClaw's session messages; None when none is timestamped."""
     reader = _TranscriptReader(Episode.observed(TRANSCRIPT, normal_client(client), dt.datetime.now(dt.UTC),
                                                 _clean_key(session_key),
                                                 f"{TRANSCRIPT}:{_clean_key(session_key) or uuid.uuid4().hex[:8]}"))
     seen = False
-    for record in _records(Path(path)):
-        seen = reader.read(record) or seen
+    for record in records:
+        seen = reader.read(claude_record(record)) or seen
     if not seen:
         return None
     for decision in decisions or []:
@@ -514,7 +539,11 @@ class EpisodeLog:
         self.editor = editor
 
     def record(self, episode: Episode) -> Episode:
-        """Write ``episode``, merged into the episode of the same session if there is one; returns what was written."""
+        """Write ``episode``, merged into the episode of the same session if there is one; returns what was written.
+
+        An episode that quotes or cites a private file is private itself: it is written under
+        ``memory/episodes/private/`` (moved there when a merge brings in a private source).
+        """
         self.engine.open()
         workspace = self.engine.workspace
         with self.editor.lock, workspace.locked():
@@ -523,12 +552,94 @@ class EpisodeLog:
             if target is not None:
                 target.merge(episode)
                 episode = target
-            else:
-                episode.path = _new_path(episode, {e.path for e in existing})
+            earlier = episode.path
+            private = self._from_private(episode, self._private_texts())
+            if not earlier or (private and not self.engine.privacy.is_private(earlier)):
+                episode.path = _new_path(episode, {e.path for e in existing}, private)
             workspace.write_file(episode.path, render(episode))
-            self.editor.sync_edited(episode.path)
+            if earlier and earlier != episode.path:
+                self._remove(earlier)
+            self.editor.sync_edited(*{episode.path, earlier} - {""})
         self.editor.embed_edited(episode.path)
         return episode
+
+    def recheck_privacy(self, changed: Iterable[str] = ()) -> list[str]:
+        """Move shared episodes that now derive from a private file into ``memory/episodes/private/``.
+
+        Every shared episode is read again when the privacy patterns changed since the last
+        check (a file made private after episodes cited it); otherwise only the ``changed``
+        ones (an episode edited by hand, or written by an older version). Returns the new paths.
+        """
+        stamp = self.engine.settings.index_dir / PRIVACY_STAMP
+        digest = self.engine.privacy.digest
+        try:
+            whole = stamp.read_text(encoding="utf-8").strip() != digest
+        except OSError:
+            whole = True
+        wanted = {p for p in changed if p.startswith(EPISODES_DIR + "/")}
+        moved: list[str] = []
+        if whole or wanted:
+            moved = self._move_private(None if whole else wanted)
+        if whole:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(digest + "\n", encoding="utf-8")
+        return moved
+
+    def _move_private(self, only: set[str] | None) -> list[str]:
+        moved: list[str] = []
+        workspace = self.engine.workspace
+        with self.editor.lock, workspace.locked():
+            existing = self._load(include_private=True)
+            shared = [e for e in existing if not self.engine.privacy.is_private(e.path)
+                      and (only is None or e.path in only)]
+            texts = self._private_texts() if shared else PrivateText([])
+            taken = {e.path for e in existing}
+            for episode in shared:
+                if not self._from_private(episode, texts):
+                    continue
+                earlier = episode.path
+                episode.path = _new_path(episode, taken, private=True)
+                taken.add(episode.path)
+                workspace.write_file(episode.path, render(episode))
+                self._remove(earlier)
+                self.editor.sync_edited(earlier, episode.path)
+                moved.append(episode.path)
+                log.info("episode %s cites a private file: moved to %s", earlier, episode.path)
+        return moved
+
+    def _remove(self, rel: str) -> None:
+        try:
+            self.engine.workspace.remove_file(rel, (self.engine.workspace.root / rel).read_bytes())
+        except (OSError, PathError) as exc:
+            log.warning("could not remove %s after moving its episode: %s", rel, exc)
+
+    def _from_private(self, episode: Episode, private: PrivateText) -> bool:
+        """Whether the episode cites a private file, or holds a decision or error that quotes one."""
+        sources = {self._resolved(ref.citation.rsplit("#", 1)[0]) for ref in [*episode.recalled, *episode.stored]}
+        if self.engine.privacy.derives_from_private(sources):
+            return True
+        said = [*episode.decisions, *(e.message for e in episode.errors), *(e.fix for e in episode.errors)]
+        return any(private.quoted_in(text) for text in said)
+
+    def _resolved(self, path: str) -> str:
+        try:
+            return self.engine.workspace.resolve(path).rel_path
+        except (PathError, OSError, ValueError):
+            return path  # a file gone since: judged by the name it was cited under
+
+    def _private_texts(self) -> PrivateText:
+        """The private markdown files' text, to compare with (transcripts are the episodes' own source)."""
+        texts = []
+        for info in self.engine.workspace.list_files():
+            if not info.rel_path.endswith(".md") or not self.engine.privacy.is_private(info.rel_path):
+                continue
+            if info.rel_path.startswith(EPISODES_DIR + "/"):
+                continue
+            try:
+                texts.append(self.engine.workspace.read_memory(info))
+            except (OSError, ValueError):
+                continue
+        return PrivateText(texts)
 
     def find(self, query: str | None = None, after: str | None = None, before: str | None = None,
              max_results: int = 20, include_private: bool = True) -> list[Episode]:
@@ -571,6 +682,22 @@ class EpisodeLog:
         return out
 
 
+class PrivateText:
+    """The text of private files, compared word for word (case, punctuation and markers aside)."""
+
+    def __init__(self, texts: list[str]):
+        self.whole = [_key(text) for text in texts]
+        self.lines = {_key(memory_body(line)) for text in texts for line in text.split("\n")}
+        self.lines = {line for line in self.lines if len(line) >= MIN_QUOTED}
+
+    def quoted_in(self, text: str) -> bool:
+        """Whether ``text`` is part of a private file, or holds one of its lines."""
+        said = _key(text.rstrip("…"))
+        if len(said) < MIN_QUOTED:
+            return False
+        return any(said in whole for whole in self.whole) or any(line in said for line in self.lines)
+
+
 def match(existing: list[Episode], new: Episode) -> Episode | None:
     """The episode ``new`` belongs to (rules: module docstring), or None."""
     if new.session_key:
@@ -591,13 +718,14 @@ def _overlap(a: Episode, b: Episode) -> dt.timedelta | None:
     return amount if amount >= -MERGE_SLACK else None
 
 
-def _new_path(episode: Episode, taken: set[str]) -> str:
+def _new_path(episode: Episode, taken: set[str], private: bool = False) -> str:
+    folder = PRIVATE_RECORDS_DIR if private else EPISODES_DIR
     day = episode.start.astimezone(dt.UTC).date().isoformat()
     short = re.sub(r"[^a-z0-9]", "", (episode.session_key or next(iter(episode.records), "")).lower())
     short = short.removeprefix(SERVER).removeprefix(TRANSCRIPT)[:8] or uuid.uuid4().hex[:8]
-    path, n = f"{EPISODES_DIR}/{day}-{short}.md", 2
+    path, n = f"{folder}/{day}-{short}.md", 2
     while path in taken:
-        path, n = f"{EPISODES_DIR}/{day}-{short}-{n}.md", n + 1
+        path, n = f"{folder}/{day}-{short}-{n}.md", n + 1
     return path
 
 

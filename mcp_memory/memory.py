@@ -156,8 +156,14 @@ class Memory:
         """Bring keyword rows and cached vectors up to date (fast; no new embeddings).
 
         ``only``: just these workspace-relative paths (files changed by a known edit or a pull).
+        Episodes that came to cite a private file are then moved where only the owner sees them.
         """
-        return self.engine.sync(progress, only=only)
+        report = self.engine.sync(progress, only=only)
+        try:
+            self.episodes.recheck_privacy([*report.added, *report.changed])
+        except (OSError, ValueError) as exc:  # never fails a sync; the next one tries again
+            log.warning("could not check the episodes' privacy: %s", exc)
+        return report
 
     def git_sync(self) -> GitSyncReport:
         """Commit the memory files, merge the remote's, push; the index takes in what was pulled (``git_sync.py``)."""

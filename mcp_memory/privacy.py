@@ -14,13 +14,26 @@ to letter case (macOS and Windows file systems ignore it too):
   ``MEMORY.md`` would expect;
 * a pattern with ``/`` is anchored at the workspace root (``memory/health/*``); a trailing
   ``/`` means everything below that folder; ``*`` may cross folders.
+
+Two patterns hold whatever the settings say (``OWNER_ONLY``): conversation transcripts, and
+the folder where records derived from private files are written. A record that quotes or cites
+memory (an episode, say) carries the privacy of its sources: when any source is private, the
+record is written under ``memory/episodes/private/`` (``derives_from_private`` decides), so
+every reader that asks ``is_private`` of a path (files, search, tools, resources, the
+dashboard) keeps it from shared callers without knowing what kind of record it is.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+# Private whatever the settings say: transcripts (``[sessions] paths``) and derived records of private sources.
+PRIVATE_RECORDS_DIR = "memory/episodes/private"
+OWNER_ONLY = ("*.jsonl", PRIVATE_RECORDS_DIR + "/*")
 
 
 @dataclass(frozen=True)
@@ -31,13 +44,21 @@ class PrivacyRules:
 
     @classmethod
     def from_settings(cls, patterns: list[str] | tuple[str, ...]) -> PrivacyRules:
-        # Conversation transcripts (``[sessions] paths``) are never shared, whatever the patterns say.
-        cleaned = (_clean_pattern(p) for p in [*patterns, "*.jsonl"])
+        cleaned = (_clean_pattern(p) for p in [*patterns, *OWNER_ONLY])
         return cls(tuple(dict.fromkeys(p for p in cleaned if p)))
 
     def is_private(self, rel_path: str) -> bool:
         """True when the memory file at ``rel_path`` (as resolved by the workspace) is private."""
         return _matches(self.patterns, rel_path)
+
+    def derives_from_private(self, sources: Iterable[str]) -> bool:
+        """True when a record made from ``sources`` (resolved paths of the files it quotes or cites) is private."""
+        return any(self.is_private(source) for source in sources)
+
+    @property
+    def digest(self) -> str:
+        """A short digest of the patterns: a change means records written earlier must be looked at again."""
+        return hashlib.sha256("\n".join(self.patterns).encode("utf-8")).hexdigest()[:16]
 
 
 def not_shared(path: object) -> str:

@@ -296,6 +296,21 @@ class Workspace:
         with self._lock:
             _atomic_write(self._writable(rel_path), text.encode("utf-8"))
 
+    def remove_file(self, rel_path: str, expected: bytes) -> None:
+        """Delete one memory file a feature owns as a whole, only if it still holds ``expected``.
+
+        For a record moved elsewhere (an episode that became private): its new copy is written
+        first, so a failure in between leaves two copies, never none.
+        """
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            path = self._writable(rel_path)
+            if not path.exists():
+                return
+            if path.read_bytes() != expected:
+                raise PathError(f"{rel_path} changed since it was read; it was left in place")
+            path.unlink()
+
     def replace_bytes(self, rel_path: str, expected: bytes | None, new: bytes) -> None:
         """Replace a memory file's bytes with ``new`` only if it still holds ``expected`` (None: missing).
 

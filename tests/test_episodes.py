@@ -53,7 +53,7 @@ def populated(workspace: Path) -> Path:
 
 def episode_files(workspace: Path) -> list[Path]:
     folder = workspace / "memory" / "episodes"
-    return sorted(folder.glob("*.md")) if folder.exists() else []
+    return sorted(folder.rglob("*.md")) if folder.exists() else []
 
 
 def only_episode(workspace: Path) -> str:

@@ -99,11 +99,21 @@ async def test_marks_keep_every_statement_and_search_and_recall_follow_them(note
 
 def test_the_curated_file_is_never_marked(notes: Settings) -> None:
     write(notes.workspace, "MEMORY.md", CURATED)
+    notes.privacy.private_paths = []  # a shared MEMORY.md: its items may retire the daily copies
     with Memory(notes) as memory:
         report = memory.sleep_cycle()
     assert (notes.workspace / "MEMORY.md").read_text(encoding="utf-8") == CURATED
     duplicates = [r for r in report.retired if r.kind == "duplicate"]
     assert {r.item.path for r in duplicates} == {OLD, NEW} and all(r.by.path == "MEMORY.md" for r in duplicates)
+
+
+def test_a_private_curated_file_retires_nothing_in_shared_files(notes: Settings) -> None:
+    """A mark cites its keeper: a shared daily file never names the private MEMORY.md (the default)."""
+    write(notes.workspace, "MEMORY.md", CURATED)
+    with Memory(notes) as memory:
+        report = memory.sleep_cycle()
+    assert not [r for r in report.retired if r.by.path == "MEMORY.md"]
+    assert all("MEMORY.md" not in (notes.workspace / rel).read_text(encoding="utf-8") for rel in (OLD, NEW))
 
 
 def test_graph_duplicates_merge_and_stale_chains_move_to_the_archive(notes: Settings) -> None:
