@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import html
 import importlib
 import math
 import re
@@ -62,7 +61,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_memory.safety.text import normalise_for_filters
+from mcp_memory.safety.text import decoded_for_filters
 
 # ----- normalisation -------------------------------------------------------------------------
 
@@ -91,10 +90,8 @@ def _fold(normalised: str) -> str:
 
 def _prepare(text: str) -> tuple[str, str]:
     """(normalised text with case kept, folded text) as the rules read them."""
-    normalised = normalise_for_filters(text or "")
-    if "&" in normalised:
-        # "&lt;|im_start|&gt;" and "&#60;system&#62;" are the same tokens once rendered.
-        normalised = normalise_for_filters(html.unescape(normalised))
+    # "&lt;|im_start|&gt;", "&#60;system&#62;" and "%3Csystem%3E" are the same tokens once rendered.
+    normalised = decoded_for_filters(text or "")
     return normalised, _fold(normalised)
 
 

@@ -55,7 +55,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
-from mcp_memory.safety.text import normalise_for_filters
+from mcp_memory.safety.text import decoded_for_filters, normalise_for_filters
 
 
 @dataclass(frozen=True)
@@ -983,6 +983,14 @@ def _find(text: str) -> tuple[list[SecretMatch], str]:
         return [], text
     normalised = _normalise(text)
     found = _scan(normalised)
+    if ("&" in normalised or "%" in normalised) and not found:
+        # Encoded on the way in (``&#116;oken=``, ``%74oken=``): found in the decoded view, whose
+        # spans cannot index ``text``, so the decoded text is what gets redacted.
+        decoded = decoded_for_filters(text)
+        if decoded != normalised:
+            found = _scan(decoded)
+            if found:
+                return sorted(set(found), key=lambda m: (m.start, -m.end, m.kind)), decoded
     if not found:
         return [], text
     unique = sorted(set(found), key=lambda m: (m.start, -m.end, m.kind))

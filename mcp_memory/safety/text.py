@@ -8,6 +8,10 @@ Two different jobs:
   space. Unicode NFKC folds compatibility forms, and every invisible format character and
   control is dropped, so one pattern catches all the spellings. The result is for detection
   only: it is never written anywhere.
+* ``decoded_for_filters`` is the same view with HTML character references (``&#116;``,
+  ``&lt;``) and percent-escapes (``%74``) decoded, as a browser or a URL parser decodes them
+  before anything acts on the text: ``/?&#116;oken=...`` in a markdown link is a ``token=``
+  once rendered. Every filter reads it besides the plain view.
 * ``clean_memory_text`` is what store and capture write. Control characters (NUL, BEL,
   backspace, ESC sequences, C1 controls) never reach a file: one NUL makes the whole file
   invalid UTF-8 for most tools. Invisible characters that carry no meaning are removed;
@@ -16,8 +20,10 @@ Two different jobs:
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
+from urllib.parse import unquote
 
 # ANSI escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL|ESC \``, and two-byte ESC x).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
@@ -51,6 +57,27 @@ def normalise_for_filters(text: str) -> str:
         else:
             out.append(ch)
     return re.sub(r"[ ]{2,}", " ", "".join(out))
+
+
+_ENCODED = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});?|%[0-9A-Fa-f]{2}")
+_DECODE_ROUNDS = 3  # "&amp;#116;" and "%2574" take two; more layers than this is noise
+
+
+def decoded_for_filters(text: str) -> str:
+    """``normalise_for_filters(text)`` with character references and percent-escapes decoded, repeatedly.
+
+    Equal to the plain view when ``text`` holds neither (the common case costs one search).
+    Like the plain view, it is for detection only and never written anywhere.
+    """
+    current = normalise_for_filters(text)
+    for _ in range(_DECODE_ROUNDS):
+        if not _ENCODED.search(current):
+            break
+        decoded = normalise_for_filters(unquote(html.unescape(current), errors="replace"))
+        if decoded == current:
+            break
+        current = decoded
+    return current
 
 
 def clean_memory_text(text: str) -> str:
