@@ -64,6 +64,13 @@ class MemoryLookup:
             index = next((i for i, u in enumerate(memories.units) if u.start >= line - 1), len(memories.units) - 1)
         return self._located(path, memories, memories.units[index])
 
+    def units_between(self, path: str, first: int, last: int) -> list[LocatedMemory]:
+        """The memories that lie within 1-based lines ``first``..``last`` of ``path``, in file order."""
+        memories = self._memories(path)
+        if memories is None:
+            return []
+        return [self._located(path, memories, u) for u in memories.units if u.start + 1 >= first and u.end + 1 <= last]
+
     def find(self, memory_id: str, paths: list[str]) -> list[LocatedMemory]:
         """Every place among ``paths`` where the memory ``memory_id`` is written."""
         found: list[LocatedMemory] = []

@@ -2,14 +2,16 @@
 
 A model reads the block right before the user's message. Everything in it came from files
 that conversations (and so, indirectly, web pages and other untrusted text) have written,
-so it is framed as untrusted historical data, every memory is HTML-escaped (a stored
-``</relevant-memories>`` cannot close the block early) and cited with its path and lines.
+so it is framed as untrusted historical data, every memory is escaped (``inert``: a stored
+``</relevant-memories>`` cannot close the block early, and an apostrophe stays an apostrophe)
+and cited with its path and lines. A memory of several lines keeps its line breaks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
+import re
 
 from mcp_memory.hits import SearchHit
 from mcp_memory.memory_ids import without_marks
@@ -38,6 +40,15 @@ def recall_key(hit: SearchHit) -> str:
     return hashlib.sha1(f"{hit.path}\n{body}".encode("utf-8", "replace")).hexdigest()[:20]
 
 
+_ENTITY_LIKE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+
+
+def inert(text: str) -> str:
+    """``text`` with nothing a reader could take for markup: ``<`` and ``>`` escaped, and ``&`` where
+    it would start a character reference; apostrophes, quotes and a plain ``R&D`` stay as written."""
+    return _ENTITY_LIKE.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+
+
 def fit_to_budget(hits: list[SearchHit], budget_chars: int = 2000) -> list[SearchHit]:
     """The leading hits that ``format_recall`` shows within the budget."""
     return hits[: len(_items(hits, budget_chars))]
@@ -55,7 +66,8 @@ def _items(hits: list[SearchHit], budget_chars: int) -> list[str]:
     items: list[str] = []
     used = 0
     for hit in hits:
-        body = html.escape(" ".join(without_marks(hit.snippet).split()), quote=True)
+        lines = (" ".join(line.split()) for line in without_marks(hit.snippet).split("\n"))
+        body = inert("\n".join(line for line in lines if line))
         room = budget_chars - used
         if room <= 80:
             break

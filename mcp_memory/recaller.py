@@ -4,8 +4,9 @@ Candidates come from search (or, for a hook with no server running, from the key
 and the files alone, without loading the vector index or the model). The gate in
 ``recall.py`` keeps those related to the prompt in absolute terms. A session's first recall
 adds the user's standing rules closest to the prompt (the primer), and memories shown in the
-session's last few turns are left out (the ledger remembers them). ``recall.py`` formats the
-block.
+session's last few turns are left out (the ledger remembers them). ``recall_focus.py`` cuts
+each hit down to the memories that matched, without the product's bookkeeping; ``recall.py``
+formats the block.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.ledger import Ledger, clean_key
 from mcp_memory.memory_ids import retired_by
 from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
+from mcp_memory.recall_focus import focus
 from mcp_memory.requests import SearchRequest
 from mcp_memory.scopes import ScopeFilter
 from mcp_memory.search import HybridSearcher
@@ -63,6 +65,8 @@ class Recaller:
         hits = [h for h in candidates
                 if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
                                else r.keyword_only_coverage)][: max_items * 2]
+        # The matched memories of each hit, not its chunk; the product's own bookkeeping left out.
+        hits = focus(hits, prompt, self.engine.naming)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session) if session else 0

@@ -763,7 +763,7 @@ async def test_recall_prompt_block_is_inert_and_cited(populated, settings):
         assert "<" not in match[6]
     injected = [m for m in memories if "ignore previous instructions" in m]
     assert len(injected) == 1
-    assert 'source="memory/2026-02-11.md#L1-L3"' in injected[0]
+    assert 'source="memory/2026-02-11.md#L3-L3"' in injected[0]  # the bullet's own line
     assert ' date="2026-02-11"' in injected[0]
 
 

@@ -1,0 +1,112 @@
+"""What of a recalled hit a model is shown: the memories that matched, not their whole chunk.
+
+A search hit is a chunk (a dozen bullets under a heading) narrowed to the lines around its best
+line. Recall injects text before every answer, so it shows less: the memory (list item,
+paragraph, table row) the hit is named by (``memory_ids.py``), and any other memory of the
+narrowed lines that matches the prompt at least as well, each cited on its own lines. Two kinds
+of text are the product's own bookkeeping, not memories, and are never shown unless the prompt
+asks about past sessions:
+
+* episodes (``memory/episodes/``): which tools a session used, what it recalled and stored;
+* the fields of an experience chain or an episode that only count or date things
+  (``- count: 3``, ``- last seen: ...``, ``- none``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import replace
+
+from mcp_memory.analysis import TermAnalyzer
+from mcp_memory.episodes import EPISODES_DIR
+from mcp_memory.hits import SearchHit
+from mcp_memory.memory_ids import retired_by, without_marks
+from mcp_memory.memory_lookup import LocatedMemory, MemoryLookup
+
+MAX_EXTRA = 2  # memories shown beside the one a hit is named by
+_CJK_CHAR = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
+_BOOKKEEPING_LINE = re.compile(
+    r"^\s*[-*]\s+(?:none|(?:count|outcomes?|first seen|last seen|tags|records|start|end|client|session)\s*:)",
+    re.IGNORECASE)
+_ABOUT_SESSIONS = re.compile(
+    r"\b(?:last|previous|earlier|past|prior|other|recent)\s+(?:session|conversation|chat)s?\b"
+    r"|\b(?:session|episode)s?\b.{0,40}\b(?:before|ago|yesterday|earlier)\b"
+    r"|\bwhat (?:did|have) (?:we|i|you) (?:do|done|work(?:ed)? on|decide|discuss)"
+    r"|\blast time\b|\bepisodes?\b"
+    r"|上次|上一次|之前的(?:会话|对话|聊天)|以前的(?:会话|对话)|上回", re.IGNORECASE)
+
+
+def asks_about_sessions(prompt: str) -> bool:
+    """Whether the prompt asks about past sessions (then episodes may be recalled)."""
+    return bool(_ABOUT_SESSIONS.search(prompt))
+
+
+def is_bookkeeping(path: str) -> bool:
+    """Whether a file holds the product's records of sessions rather than memories."""
+    return path.replace("\\", "/").startswith(EPISODES_DIR + "/")
+
+
+def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[SearchHit]:
+    """Each hit as the memories of it that matched ``prompt`` (one hit per memory shown).
+
+    A hit whose file cannot be read as memories any more is left as it is (its text is what
+    search matched); one that holds only bookkeeping lines is dropped.
+    """
+    sessions = asks_about_sessions(prompt)
+    terms = _terms(prompt)
+    out: list[SearchHit] = []
+    for hit in hits:
+        if is_bookkeeping(hit.path) and not sessions:
+            continue
+        units = naming.units_between(hit.path, hit.chunk_start_line, hit.chunk_end_line)
+        if not units:
+            out.append(hit)
+            continue
+        shown = _matched(hit, units, terms)
+        out.extend(_as_hit(hit, unit) for unit in shown)
+    return out
+
+
+def _matched(hit: SearchHit, units: list[LocatedMemory], terms: set[str]) -> list[LocatedMemory]:
+    """The memory a hit is named by (unless another near its best line matches the prompt's words
+    better), then the others near it that match at least half as well."""
+    real = [u for u in units if not _BOOKKEEPING_LINE.match(u.text) and not retired_by(u.text)]
+    if not real:
+        return []
+    near = [u for u in real if u.end_line >= hit.start_line and u.start_line <= hit.end_line] or real
+    scores = _word_scores(near, terms)
+    named = next((i for i, u in enumerate(near) if u.id and u.id == hit.id), None)
+    best = max(range(len(near)), key=lambda i: (scores[i], i == named, -i))
+    main = named if named is not None and scores[named] >= scores[best] else best
+    extra = [i for i in range(len(near)) if i != main and scores[i] > 0 and scores[i] >= scores[main] / 2]
+    extra = sorted(extra, key=lambda i: -scores[i])[:MAX_EXTRA]
+    return [near[i] for i in sorted([main, *extra])]
+
+
+def _word_scores(units: list[LocatedMemory], terms: set[str]) -> list[float]:
+    """How much of the prompt each memory holds: a word counts more the fewer of them hold it
+    (as ``search.best_line`` weighs lines), so a shared "the user" decides nothing."""
+    found = [terms & _analysed(u.text) for u in units]
+    weight = {t: 1.0 / sum(t in f for f in found) for t in terms if any(t in f for f in found)}
+    return [sum(weight[t] for t in f) for f in found]
+
+
+def _as_hit(hit: SearchHit, unit: LocatedMemory) -> SearchHit:
+    text = "\n".join(line.strip() for line in without_marks(unit.text).split("\n") if line.strip())
+    return replace(hit, start_line=unit.start_line, end_line=unit.end_line, snippet=text, id=unit.id or hit.id)
+
+
+def _terms(text: str) -> set[str]:
+    """The prompt's distinct search terms (stemmed as the keyword index stems them), without
+    single CJK characters, which match too much."""
+    return {t for t in _analyzer().query_terms(text) if not _CJK_CHAR.match(t)} if text else set()
+
+
+def _analysed(text: str) -> frozenset[str]:
+    return _analyzer().terms(text)
+
+
+@functools.cache
+def _analyzer() -> TermAnalyzer:
+    return TermAnalyzer()
