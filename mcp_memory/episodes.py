@@ -9,9 +9,12 @@ client hooks at the end of a session (the transcript, see ``episode_from_transcr
 Both may see the same session, so recording merges (``EpisodeLog.record``):
 
 * a record carrying the client's session key joins the episode with that key;
-* otherwise a record joins an episode of the same client whose time window overlaps its own,
-  or leaves a gap of at most ``MERGE_SLACK`` (2 minutes) to it, as long as the two do not carry
-  different session keys; among several, the one overlapping most (then the latest ending).
+* otherwise a record joins an episode of the same client whose time window overlaps its own
+  (two records without a key: or leaves a gap of at most ``MERGE_SLACK``, 2 minutes), as long
+  as the two do not carry different session keys; among several, the one overlapping most
+  (then the latest ending). The server's record of a session carries no key, and is often
+  written before the hook's: it waits on its own until the keyed record that shares its time
+  arrives, rather than joining a session that ended just before.
 
 Tool counts are kept per source (``server``, ``transcript``). Within one source, a record seen
 again (the same record id: a hook that runs twice) keeps the larger count per tool, and a new
@@ -58,6 +61,7 @@ EPISODES_DIR = "memory/episodes"
 PRIVACY_STAMP = "episodes-privacy"  # in the index folder: the privacy patterns episodes were last checked against
 MIN_QUOTED = 12  # characters of a decision or error that count as quoting a private file
 MERGE_SLACK = dt.timedelta(minutes=2)
+CLOCK_SLACK = dt.timedelta(seconds=5)  # a keyless record and a keyed one: time stamps taken by two processes
 MAX_TEXT = 300  # characters of one decision, error or fix
 MAX_ITEMS = 200  # entries per list in one episode
 SERVER, TRANSCRIPT = "server", "transcript"
@@ -713,9 +717,16 @@ def match(existing: list[Episode], new: Episode) -> Episode | None:
 
 
 def _overlap(a: Episode, b: Episode) -> dt.timedelta | None:
-    """How long the two windows overlap (negative: the gap between them); None when the gap exceeds ``MERGE_SLACK``."""
+    """How long the two windows overlap (negative: the gap between them); None when they are too far apart.
+
+    Two records without a session key may leave a gap of ``MERGE_SLACK``. A record without a key
+    joins a keyed one only when they share time (``CLOCK_SLACK`` aside): a client's session
+    window holds every call the server saw of it, and a session that ended just before this one
+    began must not take its calls.
+    """
     amount = min(a.end, b.end) - max(a.start, b.start)
-    return amount if amount >= -MERGE_SLACK else None
+    slack = CLOCK_SLACK if (a.session_key or b.session_key) else MERGE_SLACK
+    return amount if amount >= -slack else None
 
 
 def _new_path(episode: Episode, taken: set[str], private: bool = False) -> str:

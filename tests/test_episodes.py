@@ -371,10 +371,41 @@ def test_records_merge_only_within_the_slack_and_never_across_session_keys() -> 
 
     keyed = _episode(t, "claude-code", "one")
     assert match([keyed], _episode(t, "claude-code", "two")) is None
-    assert match([keyed], _episode(t + dt.timedelta(minutes=5) + MERGE_SLACK, "claude-code", "")) is keyed
-    late = t + dt.timedelta(minutes=5) + MERGE_SLACK + dt.timedelta(seconds=1)
-    assert match([keyed], _episode(late, "claude-code", "")) is None
+    assert match([keyed], _episode(t + dt.timedelta(minutes=5), "claude-code", "")) is keyed  # they touch
+    assert match([keyed], _episode(t + dt.timedelta(minutes=5, seconds=30), "claude-code", "")) is None
     assert match([keyed], _episode(t, "Claude Code", "")) is keyed  # client names compare normalised
+    keyless = _episode(t, "claude-code", "")
+    assert match([keyless], _episode(t + dt.timedelta(minutes=5) + MERGE_SLACK, "claude-code", "")) is keyless
+    late = t + dt.timedelta(minutes=5) + MERGE_SLACK + dt.timedelta(seconds=1)
+    assert match([keyless], _episode(late, "claude-code", "")) is None
+
+
+def test_the_server_record_of_a_session_never_joins_the_session_before_it(populated: Path,
+                                                                        settings: Settings) -> None:
+    """The server's keyless record, written when stdio closes, waits for its own session's hook."""
+    memory = indexed_memory(settings)
+    t = dt.datetime(2026, 5, 2, 9, tzinfo=dt.UTC)
+    first = Episode.observed(TRANSCRIPT, "claude-code", t, session_key="first")
+    first.see(t + dt.timedelta(minutes=10))
+    first.count_tool(TRANSCRIPT, "memory_search")
+    memory.record_episode(first)
+    served = Episode.observed(SERVER, "claude-code", t + dt.timedelta(minutes=11))  # the next session's calls
+    served.see(t + dt.timedelta(minutes=14))
+    for _ in range(3):
+        served.count_tool(SERVER, "memory_store")
+    memory.record_episode(served)
+    second = Episode.observed(TRANSCRIPT, "claude-code", t + dt.timedelta(minutes=10, seconds=30),
+                              session_key="second")
+    second.see(t + dt.timedelta(minutes=15))
+    second.count_tool(TRANSCRIPT, "memory_store")
+    memory.record_episode(second)
+    memory.close()
+    texts = {path.name: path.read_text(encoding="utf-8") for path in episode_files(populated)}
+    assert len(texts) == 2, texts
+    by_key = {next(line for line in text.split("\n") if line.startswith("- Session: ")): text
+              for text in texts.values()}
+    assert "memory_store" not in by_key["- Session: first"]
+    assert "- memory_store: 3 (server 3, transcript 1)" in by_key["- Session: second"]
 
 
 def test_merge_keeps_the_larger_count_of_a_repeat_and_adds_a_new_record() -> None:
