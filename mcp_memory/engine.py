@@ -145,12 +145,23 @@ class Engine:
     # ----- indexing ------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, only: set[str] | None = None) -> SyncReport:
         """Bring keyword rows and cached vectors up to date (fast; no new embeddings)."""
+        self.check_present()
         self.open()
         return self.recovering(lambda: self.indexer.sync(progress, only=only))
+
+    def check_present(self) -> None:
+        """Refuse to touch the disk once the workspace folder was removed while open.
+
+        Writing the index would make the folder again (``.mcp-memory/`` with its tables and
+        locks) seconds after its owner deleted it; the first open still makes a new workspace.
+        """
+        if self._opened:
+            self.workspace.check_present()
 
     def backfill(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
                  wait: float = 0) -> int:
         """Embed chunks still missing a vector (slow; resumable; one process at a time)."""
+        self.check_present()
         self.open()
         try:
             return self.indexer.backfill(progress, should_stop, wait=wait)
@@ -253,6 +264,7 @@ class Engine:
         except (EmbeddingError, PathError, SearchError, MemoryInputError):
             raise
         except Exception as exc:  # LanceDB and Tantivy raise plain OSError/ValueError/RuntimeError
+            self.check_present()  # an index gone with its workspace is not rebuilt there
             if self._index_readable():
                 raise  # the index is fine: this failure is something else, and it is reported
             self._rebuild_unreadable_index(exc)

@@ -17,3 +17,7 @@ class PathError(ValueError):
 
 class SearchError(ValueError):
     """A search request that cannot be answered as asked (bad filter values)."""
+
+
+class WorkspaceGone(PathError):
+    """The workspace folder was removed while a process had it open: nothing more is written there."""

@@ -43,7 +43,7 @@ from mcp_memory.deep import DeepSearch
 from mcp_memory.edits import Editor, ForgetResult, StoreResult
 from mcp_memory.engine import CONFIGURED, Engine
 from mcp_memory.episodes import Episode, EpisodeLog
-from mcp_memory.errors import MemoryInputError, PathError, SearchError
+from mcp_memory.errors import MemoryInputError, PathError, SearchError, WorkspaceGone
 from mcp_memory.experience import Chain, ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
 from mcp_memory.feedback import Feedback
 from mcp_memory.git_sync import GitSyncReport, sync_workspace
@@ -184,7 +184,11 @@ class Memory:
         if self.line_vectors is None:
             return 0
         try:
+            self.engine.check_present()
             return self.line_vectors.fill(self.engine.chunk_texts(), should_stop, progress)
+        except WorkspaceGone as exc:
+            log.warning("line vectors: %s", exc)
+            return 0
         except Exception:  # precision search works without them
             log.exception("embedding memory lines failed")
             return 0

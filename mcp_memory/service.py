@@ -45,6 +45,7 @@ class MemoryService:
         self._error: BaseException | None = None
         self._opened = threading.Event()
         self._stop = threading.Event()
+        self.workspace_gone = threading.Event()  # the watched workspace folder was removed
         self._thread: threading.Thread | None = None
         self._listeners: list[Callable[[set[str]], None]] = []
         self._lines_due = threading.Event()  # set after each backfill: line vectors may be missing
@@ -201,6 +202,11 @@ class MemoryService:
                 if not changes and caught_up:
                     continue
                 caught_up = True
+                if not self.settings.workspace.is_dir():
+                    log.warning("the workspace folder %s was removed: this process stops watching it",
+                                self.settings.workspace)
+                    self.workspace_gone.set()
+                    return
                 paths = {memory.workspace.rel_path(Path(p)) for _, p in changes}
                 try:
                     report = memory.sync()

@@ -121,6 +121,9 @@ class WarmProcess:
             if clients == 0 and not self._bridge.info_path.exists():
                 log.info("the bridge file is gone (index folder removed?): exiting")
                 return
+            if clients == 0 and self.service.workspace_gone.is_set():
+                log.info("the workspace folder was removed: exiting")
+                return
 
     def _touch(self) -> None:
         with self._lock:

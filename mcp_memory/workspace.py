@@ -33,7 +33,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from mcp_memory.errors import PathError
+from mcp_memory.errors import PathError, WorkspaceGone
 from mcp_memory.session_source import TRANSCRIPT_SUFFIX, is_transcript, render_transcript
 
 __all__ = ["MemoryFile", "PathError", "Workspace", "decode_memory_bytes", "file_date", "read_text"]
@@ -89,6 +89,7 @@ class Workspace:
         self.sessions_paths = [self._resolve_extra(p) for p in sessions_paths]
         # Every edit of a memory file by this program happens under this lock, in any process.
         self._lock = FileLock(str(lock_path or self.root / ".mcp-memory" / "files.lock"), timeout=60)
+        self._seen = self.root.is_dir()  # see check_present
 
     def _resolve_extra(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -97,6 +98,23 @@ class Workspace:
     def ensure_exists(self) -> None:
         """Create the workspace folder (and ``memory/``) if missing."""
         (self.root / "memory").mkdir(parents=True, exist_ok=True)
+        self._seen = True
+
+    def check_present(self) -> None:
+        """``WorkspaceGone`` when the workspace folder this process saw was removed since.
+
+        A folder that never existed is made by the first write (a new workspace); one that was
+        there and went away was removed by its owner, and nothing makes it again.
+        """
+        if self.root.is_dir():
+            self._seen = True
+        elif self._seen:
+            raise WorkspaceGone(f"the workspace folder {self.root} was removed; nothing is written "
+                                "(make it again, or point the client at another workspace)")
+
+    def _lock_folder(self) -> None:
+        self.check_present()
+        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
 
     # ----- listing -------------------------------------------------------------------------
     def list_files(self) -> list[MemoryFile]:
@@ -267,7 +285,7 @@ class Workspace:
 
     def locked(self) -> FileLock:
         """The cross-process edit lock, to hold around a read-check-append sequence (re-entrant)."""
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         return self._lock
 
     def append(self, rel_path: str, lines: list[str], new_file_header: str = "") -> tuple[int, int]:
@@ -276,7 +294,7 @@ class Workspace:
         Returns the 1-based line range the new lines occupy. The file is rewritten atomically
         under the workspace file lock, so concurrent appends from several processes all land.
         """
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         with self._lock:
             path = self._writable(rel_path)
             # Bytes, not text: a file damaged by another tool keeps every byte it had.
@@ -292,7 +310,7 @@ class Workspace:
 
         For files a feature owns as a whole (an episode); every other file stays as it is.
         """
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         with self._lock:
             _atomic_write(self._writable(rel_path), text.encode("utf-8"))
 
@@ -302,7 +320,7 @@ class Workspace:
         For a record moved elsewhere (an episode that became private): its new copy is written
         first, so a failure in between leaves two copies, never none.
         """
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         with self._lock:
             path = self._writable(rel_path)
             if not path.exists():
@@ -317,7 +335,7 @@ class Workspace:
         For a read-check-rewrite under ``locked()``: the caller edits the bytes it read (so bytes
         it did not touch stay exactly as they were) and a change made meanwhile is refused.
         """
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         with self._lock:
             path = self._writable(rel_path)
             current = path.read_bytes() if path.exists() else None
@@ -327,7 +345,7 @@ class Workspace:
 
     def remove_line(self, rel_path: str, line: int, expected: str) -> None:
         """Delete one line, only if it still holds ``expected``; every other byte is kept."""
-        Path(self._lock.lock_file).parent.mkdir(parents=True, exist_ok=True)
+        self._lock_folder()
         with self._lock:
             path = self._writable(rel_path)
             data = path.read_bytes()
@@ -356,6 +374,7 @@ class Workspace:
             raise PathError(f"{rel_path!r} is not a writable memory file")
         if any(part.startswith(".") for part in parts[:-1]):
             raise PathError(f"{rel_path!r} is in a hidden folder, which is not memory")
+        self.check_present()
         folder = self.root
         for part in parts[:-1]:
             folder = folder / part
