@@ -536,6 +536,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_sleep_command(sub, common)
     _add_sync_command(sub, common)
     _add_ui_command(sub, common)
+    _add_setup_command(sub)
     return parser
 
 
@@ -688,6 +689,12 @@ def _add_sync_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
                        help="commit the memory files, merge the git remote's and push ([sync] settings)")
     p.add_argument("--json", action="store_true", help="print what was committed, pulled, pushed and conflicts")
     p.set_defaults(handler=_cmd_git_sync)
+
+
+def _add_setup_command(sub: _Commands) -> None:
+    from mcp_memory.clients.command import add_setup_command  # its own options: --scope is user|project there
+
+    add_setup_command(sub)
 
 
 def _add_status_command(sub: _Commands, common: argparse.ArgumentParser) -> None:

@@ -6,7 +6,9 @@ import json
 import shlex
 import shutil
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,17 +17,23 @@ from mcp_memory.cli import _parser
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 CLIENT_FILES = ["claude-code.mcp.json", "claude-desktop.json", "cursor.mcp.json", "vscode.mcp.json",
-                "claude-code-plugin/.mcp.json", "openclaw.json"]
+                "claude-code-plugin/.mcp.json", "openclaw.json", "codex.config.toml", "gemini.settings.json"]
 HOOK_FILES = ["claude-code.settings.json", "claude-code-plugin/hooks/hooks.json"]
 
 
+def _load(name: str) -> dict[str, Any]:
+    text = (MANIFESTS / name).read_text(encoding="utf-8")
+    return tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
+
+
 def _servers(data: dict) -> dict:
-    return data.get("mcpServers") or data.get("servers") or data.get("mcp", {}).get("servers") or {}
+    return (data.get("mcpServers") or data.get("servers") or data.get("mcp", {}).get("servers")
+            or data.get("mcp_servers") or {})
 
 
 @pytest.mark.parametrize("name", CLIENT_FILES)
 def test_client_manifest_starts_a_real_command(name):
-    data = json.loads((MANIFESTS / name).read_text(encoding="utf-8"))
+    data = _load(name)
     servers = _servers(data)
     assert "memory" in servers
     entry = servers["memory"]
@@ -72,12 +80,53 @@ def test_claude_code_hooks_run_our_hook_commands(name):
     assert {workspace for _, workspace in seen.values()} == {"~/memory"}
 
 
+@pytest.mark.parametrize(("name", "client"), [("codex.hooks.json", "codex"), ("gemini.settings.json", "gemini")])
+def test_codex_and_gemini_hooks_are_the_ones_setup_writes(name, client):
+    """Each manifest's hooks: the events, hook commands and timeouts ``mcp-memory setup`` writes."""
+    from mcp_memory.clients.setup import Launch, SetupContext, clients
+
+    context = SetupContext(launch=Launch("mcp-memory"), workspace=Path("/w"), scope="user", home=Path("/h"),
+                           project=Path("/p"), environ={})
+    (written,) = [edit for edit in clients()[client].plan(context).edits if edit.path.suffix == ".json"]
+    expected = {event: [(hook["command"].split(" hook ")[1], hook["timeout"]) for group in groups
+                        for hook in group["hooks"]] for event, groups in json.loads(written.after)["hooks"].items()}
+    found = {}
+    for event, groups in _load(name)["hooks"].items():
+        found[event] = []
+        for group in groups:
+            for hook in group["hooks"]:
+                argv = shlex.split(hook["command"])
+                args = _parser().parse_args(argv[1:])
+                assert argv[0] == "mcp-memory" and args.command == "hook" and args.workspace == "~/memory"
+                found[event].append((f"{args.client} {args.event}", hook["timeout"]))
+    assert found == expected
+
+
 def test_claude_code_plugin_layout():
     root = MANIFESTS / "claude-code-plugin"
     plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
     assert plugin["name"] == "mcp-memory" and plugin["version"] == mcp_memory.__version__
+    assert plugin["author"]["name"]  # `claude plugin validate` warns without one
     server = _servers(json.loads((root / ".mcp.json").read_text(encoding="utf-8")))["memory"]
     assert server["env"]["MCP_MEMORY_WORKSPACE"] == "~/memory"
+
+
+def test_claude_code_marketplace_lists_the_plugin_folder():
+    """``claude plugin marketplace add manifests/claude-code-plugin`` reads this, then installs the plugin."""
+    root = MANIFESTS / "claude-code-plugin"
+    marketplace = json.loads((root / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+    assert marketplace["name"] and marketplace["owner"]["name"]
+    (entry,) = marketplace["plugins"]
+    plugin_root = (root / entry["source"]).resolve()
+    plugin = json.loads((plugin_root / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    assert entry["name"] == plugin["name"] and entry["version"] == plugin["version"] == mcp_memory.__version__
+
+
+def test_every_manifest_has_a_row_in_the_readme():
+    readme = (MANIFESTS / "README.md").read_text(encoding="utf-8")
+    for path in sorted(MANIFESTS.iterdir()):
+        if path.name != "README.md":
+            assert f"`{path.name}{'/' if path.is_dir() else ''}`" in readme, path.name
 
 
 def test_openclaw_plugin_layout():
