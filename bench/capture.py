@@ -9,18 +9,28 @@ or not, with the key terms a correct fact must keep:
   and not looked at while the rules were written; its figures are the honest ones.
 
 Per message it reports the capture decision (precision, recall), the share of expected facts
-kept (every key term present in a captured fact), per language. Then it captures every set
+kept (every key term present in a captured fact) and how often a captured fact's category is the
+labelled one, per language.
+
+A third, smaller set labels sentences by what a person would file them as: decision,
+preference, fact, task (to-dos, reminders, near-future plans), question, chat. It is the table
+``CATEGORY_TABLE`` of ``tests/test_capture.py`` (read here without importing the tests). For it
+the bench reports precision and recall of each captured category (a task, question or chat
+sentence must not be captured at all), and of the compaction rescue's ``[task]`` and
+``[decision]`` items, which should keep the tasks that capture leaves out. Then it captures every set
 end to end through ``Memory.capture`` in conversations of 10 messages into a temporary
 workspace and scans the written markdown: the number of secrets (any credential pattern, or
 any token from a secret-labelled message) and of injection texts found there must be 0.
 
     python bench/capture.py                          # offline rules
+    python bench/capture.py --only-table             # the category table alone
     python bench/capture.py --extractor llm --llm-model gpt-4.1-mini [--llm-base-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
 import json
 import re
@@ -36,12 +46,16 @@ from mcp_memory.capture import ChatModelExtractor, RuleExtractor, check_fact, se
 from mcp_memory.capture.facts import Fact, with_date
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
+from mcp_memory.rescue import find_rescuable
 from mcp_memory.safety import find_secrets
 from mcp_memory.transcripts import Message
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {"dev": DATA / "capture_messages.jsonl", "heldout": DATA / "capture_heldout.jsonl"}
 TODAY = dt.date(2026, 11, 26)
+TABLE_SOURCE = Path(__file__).resolve().parents[1] / "tests" / "test_capture.py"
+MEMORY_LABELS = ("decision", "preference", "fact")  # what capture may write; the rest must stay out
+RESCUE_LABELS = ("task", "decision")
 
 
 def load(path: Path) -> list[dict]:
@@ -54,7 +68,7 @@ def decide(rows: list[dict], extractor) -> dict:
     misses: list[str] = []
     for lang in ("en", "zh", "all"):
         subset = [r for r in rows if lang == "all" or r["lang"] == lang]
-        tp = fp = fn = kept = 0
+        tp = fp = fn = kept = same_category = 0
         for row in subset:
             facts = _facts(row, extractor)
             predicted, wanted = bool(facts), bool(row["capture"])
@@ -63,6 +77,8 @@ def decide(rows: list[dict], extractor) -> dict:
             fn += wanted and not predicted
             if wanted and any(all(t.lower() in f.text.lower() for t in row["expect"]) for f in facts):
                 kept += 1
+            if predicted and wanted and facts[0].category == row.get("category"):
+                same_category += 1
             if lang == "all" and predicted != wanted:
                 misses.append(f"{'FP' if predicted else 'FN'} {row['id']} [{row['kind']}] {row['text'][:90]}")
         positives = sum(1 for r in subset if r["capture"])
@@ -71,10 +87,63 @@ def decide(rows: list[dict], extractor) -> dict:
             "precision": round(tp / (tp + fp), 3) if tp + fp else None,
             "recall": round(tp / positives, 3) if positives else None,
             "facts_kept": round(kept / positives, 3) if positives else None,
+            "category_agrees": round(same_category / tp, 3) if tp else None,
             "false_positives": fp, "false_negatives": fn,
         }
     out["misses"] = misses
     return out
+
+
+def category_table() -> list[tuple[str, str, str]]:
+    """The labelled (language, label, sentence) table of tests/test_capture.py, read as data."""
+    tree = ast.parse(TABLE_SOURCE.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id == "CATEGORY_TABLE" and node.value is not None:
+            return [tuple(row) for row in ast.literal_eval(node.value)]
+    raise SystemExit(f"no CATEGORY_TABLE in {TABLE_SOURCE}")
+
+
+def categories(table: list[tuple[str, str, str]], extractor) -> dict:
+    """Precision and recall of each category capture writes, and of the rescue's task and decision items."""
+    out: dict[str, dict] = {}
+    wrong: list[str] = []
+    for lang in ("en", "zh", "all"):
+        rows = [r for r in table if lang == "all" or r[0] == lang]
+        captured = [_captured_category(text, extractor) for _, _, text in rows]
+        rescued = [{item.kind for item in find_rescuable([Message("user", text)])} for _, _, text in rows]
+        labels = [label for _, label, _ in rows]
+        figures: dict[str, dict] = {}
+        for category in MEMORY_LABELS:
+            figures[category] = _precision_recall([c == category for c in captured], [x == category for x in labels])
+        figures["not captured"] = _precision_recall([c is None for c in captured],
+                                                    [x not in MEMORY_LABELS for x in labels])
+        tasks_captured = sum(1 for c, x in zip(captured, labels, strict=True) if c and x == "task")
+        figures["tasks captured"] = {"count": tasks_captured, "of": labels.count("task")}
+        for kind in RESCUE_LABELS:
+            figures[f"rescue {kind}"] = _precision_recall([kind in r for r in rescued], [x == kind for x in labels])
+        out[lang] = figures
+        if lang == "all":
+            wrong = [f"{label:10} -> {c or 'none':10} {text}"
+                     for (_, label, text), c in zip(rows, captured, strict=True)
+                     if c != (label if label in MEMORY_LABELS else None)]
+    out["misses"] = wrong
+    return out
+
+
+def _captured_category(text: str, extractor) -> str | None:
+    """The category of the first fact captured from ``text`` (an entity is a fact here), or None."""
+    facts = _facts({"role": "user", "text": text}, extractor)
+    if not facts:
+        return None
+    return "fact" if facts[0].category in ("entity", "other") else facts[0].category
+
+
+def _precision_recall(predicted: list[bool], wanted: list[bool]) -> dict:
+    tp = sum(1 for p, w in zip(predicted, wanted, strict=True) if p and w)
+    said, positives = sum(predicted), sum(wanted)
+    return {"precision": round(tp / said, 3) if said else None,
+            "recall": round(tp / positives, 3) if positives else None, "n": positives}
 
 
 def _facts(row: dict, extractor) -> list[Fact]:
@@ -129,6 +198,7 @@ def main() -> None:
     parser.add_argument("--llm-base-url", default="")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--show-misses", action="store_true", help="print every wrong decision to stderr")
+    parser.add_argument("--only-table", action="store_true", help="only the labelled table of categories (fast)")
     args = parser.parse_args()
 
     overrides: dict = {"capture.extractor": args.extractor}
@@ -143,7 +213,7 @@ def main() -> None:
     results: dict = {"date": dt.date.today().isoformat(), "extractor": args.extractor, "load_before": loadavg(),
                      "machine": machine()}
     lines = []
-    for name, path in SETS.items():
+    for name, path in ({} if args.only_table else SETS).items():
         rows = load(path)
         decision = decide(rows, extractor)
         misses = decision.pop("misses")
@@ -152,11 +222,23 @@ def main() -> None:
         for lang in ("en", "zh", "all"):
             d = decision[lang]
             lines.append(f"{name:8} {lang:3} n={d['messages']:3} P {d['precision']} R {d['recall']} "
-                         f"kept {d['facts_kept']} (FP {d['false_positives']}, FN {d['false_negatives']})")
+                         f"kept {d['facts_kept']} category {d['category_agrees']} "
+                         f"(FP {d['false_positives']}, FN {d['false_negatives']})")
         lines.append(f"{name:8} end to end: {e2e['bullets_written']} bullets, secrets found {e2e['secrets_found']}, "
                      f"injections found {e2e['injections_found']}, {e2e['seconds']} s")
         if args.show_misses:
             print(f"--- {name} misses", *misses, sep="\n", file=sys.stderr)
+    table = categories(category_table(), extractor)
+    misses = table.pop("misses")
+    results["categories"] = table
+    for lang in ("en", "zh", "all"):
+        f = table[lang]
+        memory = " | ".join(f"{c} P {f[c]['precision']} R {f[c]['recall']}" for c in (*MEMORY_LABELS, "not captured"))
+        rescue = " | ".join(f"{k} P {f[k]['precision']} R {f[k]['recall']}" for k in ("rescue task", "rescue decision"))
+        lines.append(f"table    {lang:3} {memory} | tasks captured {f['tasks captured']['count']}/"
+                     f"{f['tasks captured']['of']}\ntable    {lang:3} {rescue}")
+    if args.show_misses:
+        print("--- table misses", *misses, sep="\n", file=sys.stderr)
     results["load_after"] = loadavg()
     emit(results, "\n".join(lines), args.json)
 

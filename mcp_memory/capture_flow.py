@@ -2,7 +2,9 @@
 
 Guards first (capture's own runs, idempotency keys seen before), then the message filters,
 an extractor (the one given, else the configured one, with the offline rules as fallback),
-the fact checks, deduplication within the batch and against memory, and one locked append
+the fact checks (tasks and near-term plans are left out, whoever extracted them),
+deduplication within the batch and against memory (``Similarity`` sees through capture's own
+rewrites, so a line the compaction rescue kept verbatim counts), and one locked append
 under a heading with the time and session. The pieces live in ``capture/``; this module
 puts them together with the workspace, the index and the ledger.
 """
@@ -29,6 +31,7 @@ from mcp_memory.capture import (
 )
 from mcp_memory.capture.facts import with_date
 from mcp_memory.capture.filters import preview
+from mcp_memory.capture.tasks import is_task
 from mcp_memory.edits import Editor
 from mcp_memory.engine import Engine
 from mcp_memory.hits import MemoryLine
@@ -115,7 +118,7 @@ class CaptureFlow:
         checked: list[Fact] = []
         for fact in facts:
             fact = Fact(with_date(clean_memory_text(str(fact.text or "")), today), fact.category, fact.source)
-            reason = check_fact(fact)
+            reason = check_fact(fact) or _task_reason(fact)
             if reason:
                 skipped.append(Skipped(preview(fact.text), reason))
             else:
@@ -176,6 +179,14 @@ class CaptureFlow:
         if key:
             self._ledger().claim(key)  # nothing to write, but the same turn need not be read again
         return CaptureResult(captured, skipped, name, message)
+
+
+def _task_reason(fact: Fact) -> str | None:
+    """Why a fact that reads as a task is not written (a model may file "needs to migrate X by Friday"
+    as a decision); None for a lasting fact."""
+    if is_task(memory_body(fact.text)):
+        return "a task or near-term plan, not a lasting fact (the compaction rescue keeps open tasks)"
+    return None
 
 
 def _session_label(session_key: str | None) -> str:

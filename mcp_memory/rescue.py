@@ -3,12 +3,14 @@
 When a client compacts a long conversation, its details go: the decisions taken, the tasks
 still open, the command that finally worked, the files touched, the errors and their causes.
 ``find_rescuable`` picks those out of a Claude Code transcript (tool calls and results
-included) or of plain messages, with offline English and Chinese rules. ``Rescuer`` writes
-them as bullets under ``## Rescued before compaction (session K, HH:MM)`` in today's daily
-file: through the capture filters (secrets, injections, recalled blocks), without what memory
-already holds, at most ``MAX_ITEMS`` lines of at most ``MAX_CHARS`` characters, and once per
-compaction (an idempotency key in the ledger). The last rescue of each session is kept in
-``<index_dir>/rescues.json`` so a tool can show it afterwards.
+included) or of plain messages, with offline English and Chinese rules; open tasks are read
+as capture reads them (``capture.tasks``), so the to-dos and near-term plans capture leaves
+out are the ones kept here. ``Rescuer`` writes them as bullets under ``## Rescued before
+compaction (session K, HH:MM)`` in today's daily file: through the capture filters (secrets,
+injections, recalled blocks), without what memory already holds (a decision capture already
+wrote in the third person counts, see ``similarity``), at most ``MAX_ITEMS`` lines of at most
+``MAX_CHARS`` characters, and once per compaction (an idempotency key in the ledger). The last
+rescue of each session is kept in ``<index_dir>/rescues.json`` so a tool can show it afterwards.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_memory.capture.facts import Fact
 from mcp_memory.capture.filters import Skipped, check_fact, preview, strip_recall_blocks
+from mcp_memory.capture.tasks import is_task, marked_task
 from mcp_memory.errors import MemoryInputError
 from mcp_memory.hits import MemoryLine
 from mcp_memory.ledger import Ledger, clean_key
@@ -168,10 +171,9 @@ class _Finder:
     def text(self, text: str) -> None:
         for sentence in _SENTENCES.split(strip_recall_blocks(text)):
             sentence = sentence.strip()
-            for kind, pattern in _PATTERNS.items():
-                if sentence and pattern.search(sentence):
-                    self._add(kind, sentence)
-                    break
+            kind = _kind_of(sentence) if sentence else None
+            if kind is not None:
+                self._add(kind, sentence)
 
     def _tool_use(self, block: dict[str, Any]) -> None:
         name, data = block.get("name"), block.get("input")
@@ -218,6 +220,21 @@ class _Finder:
                                                          if len(self.files) > _MAX_FILES else "")
             found.append(RescuedItem("files", f"files touched: {shown}"))
         return found
+
+
+def _kind_of(sentence: str) -> str | None:
+    """What a sentence of the conversation is worth keeping as, if anything.
+
+    The to-dos, reminders and near-future plans capture leaves out are tasks here, by the same
+    reading (``capture.tasks``): a marked one ("TODO", "remember to", "before Friday") even when it
+    also reads as a decision, an obligation ("we need to fix the flaky test") when nothing else fits.
+    """
+    if marked_task(sentence):
+        return "task"
+    for kind, pattern in _PATTERNS.items():
+        if pattern.search(sentence):
+            return kind
+    return "task" if is_task(sentence) else None
 
 
 def bounded(items: list[RescuedItem], limit: int = MAX_ITEMS) -> list[RescuedItem]:

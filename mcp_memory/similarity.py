@@ -6,14 +6,24 @@ chunk-level score is diluted by its neighbours): cosine similarity of embeddings
 embedder is ready, token overlap otherwise, and always 1.0 for the same words up to case,
 spacing and punctuation. Embeddings of lines go through the embedding cache, since the same
 lines come back from call to call.
+
+Duplicate checks also see through capture's own rewrites. A decision the compaction rescue
+keeps verbatim ("We decided to use Redis for the session cache.") and the fact capture wrote
+from the same sentence ("[decision] The team decided to use Redis for the session cache
+(2026-11-26)") say the same thing: both are read through ``statement_key`` (what capture would
+write for the text, with the subject, "has" before a past participle, category tags and dates
+set aside), and the same key counts as the same words.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from mcp_memory.analysis import jaccard, keyword_tokens
+from mcp_memory.capture.rules import captured_form
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.engine import Engine
@@ -28,6 +38,11 @@ if TYPE_CHECKING:
 _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
 _NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_"
 CANDIDATE_CHUNKS = 5  # chunks whose lines a text is compared with
+# After capture's rewrite "I" reads "the user" and "we" "the team": each subject keeps its own word, so
+# "The user prefers tea" and "The team prefers tea" stay two statements.
+_KEY_SUBJECT = re.compile(r"\b(?:the\s+)?(user|team)\b|(用户)|(团队)")
+_KEY_PERFECT = re.compile(r"\b(?:has|have|had)\s+(?=\w+ed\b|chosen\b|picked\b|gone\b|made\b|taken\b)")
+_KEY_LEAD = re.compile(r"^(?:decision|decided|todo|note|update|fyi|决定|待办)\s*[:：-]\s*", re.IGNORECASE)
 
 
 class Similarity:
@@ -103,17 +118,37 @@ class Similarity:
         threshold = self.engine.settings.capture.dedupe_threshold
         found: list[MemoryLine | None] = []
         for text, lines in zip(texts, candidates, strict=False):
-            best = self.rank_lines(text, lines, limit=1)
-            found.append(best[0] if best and best[0].score >= threshold else None)
+            best = self._closest_line(text, lines)
+            found.append(best if best is not None and best.score >= threshold else None)
         return found
 
     def is_duplicate(self, text: str, others: list[str]) -> int | None:
         """The index of the first of ``others`` that ``text`` nearly repeats, or None."""
         if not others:
             return None
-        scores = self.exact_first(text, others)
+        scores = self.duplicate_scores(text, others)
         best = max(range(len(others)), key=lambda i: scores[i])
         return best if scores[best] >= self.engine.settings.capture.dedupe_threshold else None
+
+    def duplicate_scores(self, text: str, others: list[str], keyed: list[str] | None = None) -> list[float]:
+        """``exact_first``, with 1.0 also where both say the same thing in capture's words (``statement_key``).
+
+        ``keyed``: the whole lines ``others`` are the bodies of, when known (their learned dates
+        date the relative days in them).
+        """
+        key = statement_key(text)
+        scores = self.exact_first(text, others)
+        return [1.0 if key and statement_key(line) == key else score
+                for line, score in zip(keyed or others, scores, strict=True)]
+
+    def _closest_line(self, text: str, lines: list[MemoryLine]) -> MemoryLine | None:
+        """The line ``text`` is closest to by ``duplicate_scores``, with its score."""
+        if not lines:
+            return None
+        scores = self.duplicate_scores(text, [memory_body(m.text) for m in lines], [m.text for m in lines])
+        best = max(range(len(lines)), key=lambda i: scores[i])
+        line = lines[best]
+        return MemoryLine(line.path, line.line, line.text, round(float(scores[best]), 4))
 
     # ----- scores --------------------------------------------------------------------------
     def similarities(self, text: str, others: list[str]) -> list[float]:
@@ -153,6 +188,39 @@ def memory_body(line: str) -> str:
     if body.startswith("[") and "] " in body:
         body = body.split("] ", 1)[1]
     return _LEARNED_DATE.sub("", body)
+
+
+def statement_key(line: str, today: dt.date | None = None) -> str:
+    """What a memory line says, in a form that ignores how capture rewrote it.
+
+    The line without bullet, category tag and learned date, put in capture's words
+    (``capture.rules.captured_form``: third person, verbs in agreement, markers and fillers
+    dropped, relative days made dates as of the day the line was learned, else ``today``); then
+    the subject's article ("the user" and 用户 are one, "the team" and 团队 another), "has"
+    before a past participle, a "Decision:" lead-in, case, spacing and punctuation set aside.
+    Empty when nothing is left.
+    """
+    return _statement_key(memory_body(line), _learned_day(line) or today or dt.date.today())
+
+
+def _learned_day(line: str) -> dt.date | None:
+    """The day a captured line was learned ("... (2026-11-26)"), when it says one."""
+    learned = _LEARNED_DATE.search(line.strip())
+    try:
+        return dt.date.fromisoformat(learned.group(0).strip(" ()")) if learned else None
+    except ValueError:
+        return None  # "(2026-13-45)": not a day
+
+
+@lru_cache(maxsize=4096)
+def _statement_key(body: str, day: dt.date) -> str:
+    form = _KEY_LEAD.sub("", captured_form(body, day).casefold().strip())
+    form = _KEY_PERFECT.sub("", _KEY_SUBJECT.sub(_subject_word, form))
+    return _NOT_LETTER_OR_DIGIT.sub("", form)
+
+
+def _subject_word(match: re.Match[str]) -> str:
+    return " team " if match.group(1) == "team" or match.group(3) else " user "
 
 
 def _letters(text: str) -> str:

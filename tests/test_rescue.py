@@ -24,7 +24,7 @@ from mcp_memory.config import Settings
 from mcp_memory.rescue import MAX_CHARS, MAX_ITEMS, RescuedItem, bounded, find_rescuable
 from mcp_memory.server import create_server
 from mcp_memory.service import MemoryService
-from test_hooks import assert_clean, run_hook
+from test_hooks import assert_clean, run_hook, stop_payload
 from test_transports import running_server
 
 SESSION = "3f2c9a1e-7b4d-4c1a-9e55-0d6f1b2a8c77"
@@ -150,6 +150,33 @@ def test_a_compact_boundary_starts_over(workspace: Path, tmp_path: Path) -> None
     text = daily(workspace).read_text(encoding="utf-8")
     assert "- [task] TODO: rename the staging bucket before Monday." in text
     assert "tabs" not in text
+
+
+SAME_DECISIONS = [
+    ("user", "We decided to use Redis for the session cache."),
+    ("assistant", [_text("Good choice, I will wire it up.")]),
+    ("user", "We decided to use Redis for the rate limiter."),  # most words shared, another decision
+    ("user", "我们决定用 Redis 做会话缓存。"),
+    ("user", "TODO: next we need to migrate the invoices table before Friday."),
+    ("assistant", [_text("Noted.")]),
+]
+
+
+@pytest.mark.parametrize("order", [("stop", "pre-compact"), ("pre-compact", "stop")])
+def test_capture_and_rescue_write_each_decision_once(workspace: Path, tmp_path: Path,
+                                                     order: tuple[str, str]) -> None:
+    """Stop captures a decision in the third person, PreCompact rescues it verbatim: one line, either order."""
+    transcript = write_transcript(tmp_path / f"{SESSION}.jsonl", SAME_DECISIONS)
+    stdin = {"stop": json.dumps(stop_payload(transcript, session=SESSION)), "pre-compact": payload(transcript)}
+    for event in order:
+        assert_clean(run_hook(workspace, event, stdin[event]))
+    text = daily(workspace).read_text(encoding="utf-8")
+    bullets = [line for line in text.splitlines() if line.startswith("- ")]
+    for said in ("Redis for the session cache", "Redis for the rate limiter", "Redis 做会话缓存"):
+        assert sum(said in b and "[decision]" in b for b in bullets) == 1, (said, bullets)
+    # The to-do is kept by the rescue, as a task, whichever hook ran first; capture never files it.
+    assert [b for b in bullets if "invoices" in b] == [
+        "- [task] TODO: next we need to migrate the invoices table before Friday."], bullets
 
 
 @pytest.mark.parametrize("case", ["missing", "not-json", "binary", "no-path"])

@@ -23,7 +23,11 @@ from mcp_memory.safety import (
 from mcp_memory.transcripts import Message
 
 MEMORY_RUN_MARKER = ":memory-capture:"  # session keys of capture's own runs hold this
-_RECALL_BLOCK = re.compile(r"<relevant-memories\b[^>]*>.*?(?:</relevant-memories\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+# Text a hook put into the conversation, never the user's own words: a recall block, or anything
+# Gemini CLI wrapped in <hook_context> (it records hook output there, escaped: recall, pinned rules).
+_RECALL_BLOCK = re.compile(
+    r"<relevant-memories\b[^>]*>.*?(?:</relevant-memories\s*>|\Z)|<hook_context>.*?(?:</hook_context>|\Z)",
+    re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)", re.MULTILINE)
 _CODE_LINE = re.compile(
     r"^\s*(?:(?:def|class|import|from|function|const|let|var|return|public|private|fn|func|package|#include)\b"

@@ -26,8 +26,9 @@ MAX_OUTPUT_TOKENS = 800
 _SYSTEM = """You extract long-term memories from a conversation between a user and an AI assistant.
 Keep only durable information worth remembering in future conversations: the user's preferences, \
 decisions made, facts about the user, their people, projects, tools and conventions, and corrections of \
-earlier facts. Skip questions, one-off tasks, small talk, anything only true for the current moment, \
-and anything said by the assistant that the user did not state or confirm.
+earlier facts. Skip questions, one-off tasks, to-dos, reminders and plans for the coming days ("TODO: \
+migrate the invoices table before Friday" is a task, not a decision), small talk, anything only true for \
+the current moment, and anything said by the assistant that the user did not state or confirm.
 Each memory is one atomic fact in the third person ("The user prefers pnpm over npm and yarn."), in the \
 language of the message it came from, with relative dates ("tomorrow") replaced by absolute dates \
 (today is {today}). Never include passwords, API keys, tokens, private keys or card numbers.

@@ -9,9 +9,12 @@ time and keeps those that state something lasting about the user or their work:
 * entities and facts ("my manager is Priya", "our prod database is on Neon", "我在上海");
 * corrections ("actually, it's Postgres 16", "更正").
 
-Questions, hypotheticals, one-off tasks ("fix line 30", "帮我跑一下测试") and talk about the
-moment ("for now", "这次") are left out. A kept sentence is rewritten in the third person
-("I prefer pnpm" -> "The user prefers pnpm", "我喜欢猫" -> "用户喜欢猫") and dated.
+Questions, hypotheticals, one-off tasks ("fix line 30", "帮我跑一下测试"), to-dos, reminders and
+plans for the next days ("TODO: ...", "remember to ...", "we should upgrade Node tomorrow",
+"明天要发版": ``tasks``) and talk about the moment ("for now", "这次") are left out. A kept
+sentence is rewritten in the third person with its verbs in agreement ("I prefer pnpm" -> "The
+user prefers pnpm", "we need to" -> "the team needs to", "我喜欢猫" -> "用户喜欢猫"; ``person``)
+and dated; a sentence whose verb cannot be put in agreement stays in the first person.
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ import datetime as dt
 import re
 
 from mcp_memory.capture.base import Extractor
-from mcp_memory.capture.facts import Fact, with_date
+from mcp_memory.capture.facts import Fact, absolute_dates, with_date
 from mcp_memory.capture.filters import Candidate
+from mcp_memory.capture.person import third_person_en
+from mcp_memory.capture.tasks import is_task
 
 MAX_FACTS_PER_MESSAGE = 3
 _SENTENCE_SPLIT = re.compile(r"(?<=[。!?;!?])|(?<=[.;])\s+|\n+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_LEARNED_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)$")
 
 # ----- English -------------------------------------------------------------------------------
 _EN_EXPLICIT = re.compile(
@@ -133,7 +139,7 @@ _EN_ENTITY = re.compile(
 )
 _EN_FACT = re.compile(
     r"\b(?:i|we)\s+(?:live|work|am based|'m based|are based|'re based|moved|grew up|study|studied|teach)\b"
-    r"|\b(?:i'm|i am|we're|we are)\s+(?:a|an|the|on|in|based|from)\s+(?!it\b)\w+"
+    r"|\b(?:i'm|i am|i was|we're|we are|we were)\s+(?:a|an|the|on|in|based|from)\s+(?!it\b)\w+"
     r"|\bi(?:'m| am)\s+(?:allergic|vegetarian|vegan|lactose|gluten|left-handed|"
     r"colou?r-?blind|based|from|in the|on the|on call|responsible|in charge)\b"
     r"|\b(?:i|we)\s+(?:use|run|deploy|host|build|ship|develop|maintain|own|have|manage|target|support)\b"
@@ -213,37 +219,16 @@ _ZH_FACT = re.compile(
 _ZH_CORRECTION = re.compile(r"^(?:更正(?:一下)?|纠正(?:一下)?|其实|说错了|我搞错了|搞错了|不对)[,,::\s]*")
 _ZH_VAGUE_OBJECT = re.compile(r"(?:喜欢|讨厌|偏好)(?:这个|那个|这样|那样|它|这些|那些)[。!!]?$")
 
-_EN_SUBJECTS = [
-    (re.compile(r"\bI'm\b"), "the user is"), (re.compile(r"\bI am\b"), "the user is"),
-    (re.compile(r"\bI've\b"), "the user has"), (re.compile(r"\bI'd\b"), "the user would"),
-    (re.compile(r"\bI'll\b"), "the user will"), (re.compile(r"\bwe're\b", re.IGNORECASE), "the team is"),
-    (re.compile(r"\bwe are\b", re.IGNORECASE), "the team is"),
-    (re.compile(r"\bwe've\b", re.IGNORECASE), "the team has"),
-    (re.compile(r"\bwe'll\b", re.IGNORECASE), "the team will"),
-    (re.compile(r"\bwe'd\b", re.IGNORECASE), "the team would"),
-    (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"), (re.compile(r"\bmine\b", re.IGNORECASE), "the user's"),
-    (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"), (re.compile(r"\bour\b", re.IGNORECASE), "the team's"),
-    (re.compile(r"\bours\b", re.IGNORECASE), "the team's"), (re.compile(r"\bus\b"), "the team"),
-]
 _EN_SPELLING = [
     (re.compile(r"\bi\b"), "I"), (re.compile(r"(?i)\bim\b"), "I'm"), (re.compile(r"(?i)\bive\b"), "I've"),
     (re.compile(r"(?i)\bi'?d\s+rather\b"), "I'd rather"), (re.compile(r"(?i)\bdont\b"), "don't"),
     (re.compile(r"(?i)\bcant\b"), "can't"), (re.compile(r"(?i)\bwont\b"), "won't"),
     (re.compile(r"(?i)\bdoesnt\b"), "doesn't"),
-    (re.compile(r"(?i)\bwere\s+(?=using|on|moving|switching|going)"), "we're "),
+    # "were using" typed for "we're using", but only where no subject comes before it ("we were on 14")
+    (re.compile(r"(?i)^((?:(?:ok|okay|so|and|also|yeah|btw)[,]?\s+)*)were\s+(?=using|on|moving|switching|going)"),
+     r"\1we're "),
     (re.compile(r"(?i)\bpls\b|\bplz\b"), "please"), (re.compile(r"[’‘]"), "'"),
 ]
-_ADVERBS = frozenset(
-    "always never usually really also just only often mostly generally still strongly much actually typically "  # noqa: SIM905
-    "normally sometimes rarely definitely absolutely totally kinda basically primarily mainly now".split()
-)
-_NO_S = frozenset(
-    "can can't cannot will won't would wouldn't should shouldn't must may might could couldn't shall did didn't "  # noqa: SIM905
-    "was wasn't is isn't does doesn't has hasn't had hadn't".split()
-)
-_IRREGULAR = {"have": "has", "do": "does", "don't": "doesn't", "are": "is", "am": "is", "were": "was", "go": "goes",
-              "aren't": "isn't", "haven't": "hasn't"}
-
 
 class RuleExtractor(Extractor):
     """Durable statements by pattern; no model, no network, same answer every time."""
@@ -278,9 +263,53 @@ def extract_sentence(sentence: str, today: dt.date) -> Fact | None:
     return _extract_english(sentence, today)
 
 
+def captured_form(text: str, today: dt.date) -> str:
+    """``text`` as capture would write it, without the day it was learned: the fact the rules extract
+    from it, else the text itself in the third person. A line rescued verbatim ("We decided to use
+    Redis.") and the fact captured from the same sentence ("The team decided to use Redis") have
+    the same form, so duplicate checks can see they say the same thing."""
+    sentence = text.strip()
+    fact = extract_sentence(sentence, today)
+    if fact is not None:
+        form = _LEARNED_SUFFIX.sub("", fact.text)
+        if _keeps_every_word(sentence, form):
+            return form
+        # The extraction dropped words that carry meaning (a lead-in "Project Alpha: ..."):
+        # the whole text is compared instead, so two lines differing there stay apart.
+    sentence = sentence.strip(" \t-*•>\"'“”").rstrip(" .。!！;；")
+    if _CJK.search(sentence) and _mostly_cjk(sentence):
+        return absolute_dates(_third_person_zh(sentence), today)
+    return absolute_dates(_third_person_en(_normalise_english(sentence)), today)
+
+
+# Words capture may drop or change without changing what a sentence says: markers ("remember
+# that", "actually"), fillers, pronouns and their contractions, relative days, function words.
+_DROPPABLE_WORDS = frozenset(
+    "i me my mine myself we us our ours ourselves you re ve ll d m s t am are were have do don haven aren weren "  # noqa: SIM905
+    "remember note make take keep mind forget for future reference record just so know heads up fyi btw by way "
+    "one more thing self save this that these memorise memorize please pls hey oh ok okay also and well hi yeah "
+    "yes no actually correction clarify wrong sorry meant update small to a an the of in on at is it "
+    "today tomorrow yesterday tonight next day after monday tuesday wednesday thursday friday saturday sunday".split()
+)
+_DROPPABLE_CJK = frozenset("我们的记住一下得别忘了不要记备注意对另外还有顺便说提哦嗯好那个"
+                           "先其实更正纠搞错请麻烦帮今明后昨前天晚")
+
+
+def _keeps_every_word(text: str, form: str) -> bool:
+    """Whether ``form`` still holds every word of ``text`` that carries meaning (inflected or not)."""
+    said = set(re.findall(r"[a-z0-9]+", form.casefold()))
+    for word in set(re.findall(r"[a-z0-9]+", text.casefold())) - _DROPPABLE_WORDS:
+        forms = {word, word + "s", word + "es", word[:-1] + "ies"}
+        if not forms & said:
+            return False
+    return not (set(_CJK.findall(text)) - set(_CJK.findall(form)) - _DROPPABLE_CJK)
+
+
 # ----- English -------------------------------------------------------------------------------
 def _extract_english(sentence: str, today: dt.date) -> Fact | None:
     text = _normalise_english(sentence.strip())
+    if is_task(text):
+        return None  # work to do, kept by the compaction rescue, never a decision or a fact
     explicit = _EN_EXPLICIT.match(text)
     if explicit:
         text = text[explicit.end():].strip(" ,:;-")
@@ -341,56 +370,17 @@ def _third_person_en(text: str) -> str:
     prefix = ""
     if lead:
         prefix, text = lead.group(1).capitalize() + ", ", text[lead.end():]
+    first_person = _capitalise(prefix + text)
     if _EN_IMPERATIVE_RULE.match(text) and not re.match(r"(?i)^(?:i|we)\b", text):
         body = re.sub(r"(?i)^(?:please|pls)\s+", "", text)
         negative = re.match(r"(?i)^(?:don't|do not)(?:\s+ever)?\s+", body)
-        if negative:
-            sentence = "the user does not want the assistant to " + _pronouns(body[negative.end():])
-        else:
-            sentence = "the user wants the assistant to " + _pronouns(_lower_first(body))
-        return _capitalise(prefix + sentence) if prefix else _capitalise(sentence)
-    sentence = _pronouns(text)
-    return _capitalise(prefix + sentence) if prefix else _capitalise(sentence)
-
-
-def _pronouns(text: str) -> str:
-    for pattern, replacement in _EN_SUBJECTS:
-        text = pattern.sub(replacement, text)
-    text = re.sub(r"\bI\b(\s+)((?:\w+\s+){0,2}?)([\w']+)", _conjugate_user, text)
-    text = re.sub(r"(?i)\bwe\b(\s+)((?:\w+\s+){0,2}?)([\w']+)", _conjugate_team, text)
-    text = re.sub(r"\bme\b", "the user", text)
-    return text
-
-
-def _conjugate_user(match: re.Match[str]) -> str:
-    return _conjugate("the user", match)
-
-
-def _conjugate_team(match: re.Match[str]) -> str:
-    return _conjugate("the team", match)
-
-
-def _conjugate(subject: str, match: re.Match[str]) -> str:
-    space, between, verb = match.group(1), match.group(2), match.group(3)
-    words = between.split()
-    if any(w.lower() not in _ADVERBS for w in words):
-        return f"{subject}{space}{between}{verb}"  # not "I <adverbs> <verb>": leave as is
-    return f"{subject}{space}{between}{_third_person_verb(verb)}"
-
-
-def _third_person_verb(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _ADVERBS:
-        return verb
-    if lower in _IRREGULAR:
-        return _IRREGULAR[lower]
-    if lower in _NO_S or lower.endswith(("ed", "n't")) or "'" in lower:
-        return verb
-    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
+        rest = third_person_en(body[negative.end():] if negative else _lower_first(body))
+        if rest is None:
+            return first_person
+        wants = "the user does not want the assistant to " if negative else "the user wants the assistant to "
+        return _capitalise(prefix + wants + rest)
+    sentence = third_person_en(text)
+    return first_person if sentence is None else _capitalise(prefix + sentence)
 
 
 def _lower_first(text: str) -> str:
@@ -404,6 +394,8 @@ def _capitalise(text: str) -> str:
 # ----- Chinese -------------------------------------------------------------------------------
 def _extract_chinese(sentence: str, today: dt.date) -> Fact | None:
     text = sentence.strip()
+    if is_task(text):
+        return None  # "待办", "记得提交 PR", "明天要发版": work to do, not a fact
     explicit = _ZH_EXPLICIT.match(text)
     if explicit and explicit.end() > 0:
         text = text[explicit.end():].strip(" ,,::")  # noqa: B005 (a set of characters)
