@@ -76,12 +76,13 @@ def find_warm(settings: Settings) -> BridgeInfo | None:
     return None
 
 
-def start_warm(settings: Settings, options: list[str]) -> None:
+def start_warm(settings: Settings, options: list[str]) -> subprocess.Popen[bytes]:
     """Spawn ``mcp-memory warm`` for the workspace, detached from the caller (its own session).
 
     ``options`` are the command-line settings the caller was given (``--config``, ``--embedder``,
     ...), so that the new process computes the same settings; the environment is inherited.
-    Its log goes to ``<index_dir>/warm.log``; stdin and stdout are the null device.
+    Its log goes to ``<index_dir>/warm.log``; stdin and stdout are the null device. Returns the
+    child, so that a caller waiting for it can tell when it died without ever listening.
     """
     settings.index_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.index_dir / LOG_FILE
@@ -99,23 +100,38 @@ def start_warm(settings: Settings, options: list[str]) -> None:
         else:
             kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
                 subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        subprocess.Popen(argv, **kwargs)  # our own interpreter and module
+        child = subprocess.Popen(argv, **kwargs)  # our own interpreter and module
     log.info("started a warm process for %s", settings.workspace)
+    return child
 
 
-def wait_for_warm(settings: Settings, timeout: float) -> BridgeInfo | None:
-    """The warm process once it listens, polling for up to ``timeout`` seconds."""
+def wait_for_warm(settings: Settings, timeout: float,
+                  child: subprocess.Popen[bytes] | None = None) -> BridgeInfo | None:
+    """The warm process once it listens, polling for up to ``timeout`` seconds.
+
+    ``child``, the process this caller started, ends the wait early when it exits with an error
+    (it will never listen; its reason is in ``warm.log``). Exiting with 0 means another process
+    of these settings holds the lock and will listen: the wait goes on for that one.
+    """
     deadline = time.monotonic() + timeout
     while True:
         info = find_warm(settings)
         if info is not None or time.monotonic() >= deadline:
             return info
+        if child is not None and child.poll() not in (None, 0):
+            log.warning("the warm process %d exited with status %s before listening (see %s)",
+                        child.pid, child.returncode, settings.index_dir / LOG_FILE)
+            return find_warm(settings)
         time.sleep(POLL_SECONDS)
 
 
-def ensure_warm(settings: Settings, options: list[str], timeout: float) -> BridgeInfo | None:
+def ensure_warm(settings: Settings, options: list[str], timeout: float,
+                started: subprocess.Popen[bytes] | None = None) -> BridgeInfo | None:
     """The warm process of these settings, started if none runs; None when warm processes are off
-    or none listens within ``timeout`` seconds (the caller then works alone)."""
+    or none listens within ``timeout`` seconds (the caller then works alone).
+
+    ``started`` is a warm process this caller already spawned (``start_warm``): it is waited for
+    rather than another one started, unless it already died with an error."""
     if not settings.warm.enabled:
         return None
     info = find_warm(settings)
@@ -123,12 +139,13 @@ def ensure_warm(settings: Settings, options: list[str], timeout: float) -> Bridg
         return info
     if not settings.workspace.is_dir():
         return None
-    try:
-        start_warm(settings, options)
-    except OSError as exc:
-        log.warning("could not start a warm process: %s", exc)
-        return None
-    return wait_for_warm(settings, timeout)
+    if started is None or started.poll() not in (None, 0):
+        try:
+            started = start_warm(settings, options)
+        except OSError as exc:
+            log.warning("could not start a warm process: %s", exc)
+            return None
+    return wait_for_warm(settings, timeout, started)
 
 
 def command_line_options(overrides: dict[str, Any], config: str | None) -> list[str]:

@@ -161,10 +161,11 @@ async def test_no_background_process_when_not_allowed(ws: Path) -> None:
 
 # ----- the warm process dies ----------------------------------------------------------------------
 @pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # legacy: the initialize the front answered is replayed
 @pytest.mark.parametrize("delay", [0.0, 0.02, 0.1, 0.3])
-async def test_killed_mid_request_loses_and_doubles_nothing(ws: Path, delay: float) -> None:
+async def test_killed_mid_request_loses_and_doubles_nothing(ws: Path, delay: float, mode: str) -> None:
     text = f"The deploy key rotates every {int(delay * 1000) + 7} days."
-    async with Client(params(ws)) as client:
+    async with Client(params(ws), mode=mode) as client:
         await client.list_tools()
         (warm,) = await until(lambda: warm_infos(ws))
 
@@ -357,7 +358,7 @@ async def test_another_users_warm_process_is_never_asked(ws: Path) -> None:
 async def test_a_stopped_warm_process_cleans_up(ws: Path, signum: int) -> None:
     async with Client(params(ws)) as client:
         await client.list_tools()
-        (warm,) = warm_infos(ws)
+        (warm,) = await until(lambda: warm_infos(ws))  # the tools are listed before it is up
     os.kill(warm.pid, signum)
     assert await until(lambda: process_identity(warm.pid) is None, timeout=20)
     assert not warm.path.exists()  # removed by the process itself, not found stale later
