@@ -3,7 +3,7 @@
 Builds a small demo workspace (notes, a capture with skipped lines, recalls, experience
 chains, learned utility, an episode) with the hash embedder of the tests, serves it on a
 free loopback port, signs a headless Chromium (Debian's ``/usr/bin/chromium``, through
-Playwright) in with the token link, and saves one PNG per page.
+Playwright) in with the sign-in form, and saves one PNG per page.
 
     python bench/screenshots.py                       # into docs/screenshots/
     python bench/screenshots.py --out /tmp/shots
@@ -135,7 +135,10 @@ def main() -> int:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1200, "height": 820})
-                page.goto(f"{base}/?token={TOKEN}")
+                page.goto(f"{base}/")
+                page.fill("input[name=token]", TOKEN)
+                page.click("form[action='/signin'] button")
+                page.wait_for_selector(".level")
                 for name, path, full in PAGES:
                     page.goto(base + path)
                     page.wait_for_load_state("load")

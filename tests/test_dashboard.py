@@ -1,12 +1,13 @@
 """The dashboard's routes: sign-in, tokens, CSRF, privacy, actions and what each page shows.
 
 The real app (``/mcp`` plus the dashboard, as ``serve`` builds it) reached in-process through
-Starlette's test client; the memory is real (LanceDB, Tantivy) with the hash embedder. Two
+Starlette's test client; the memory is real (LanceDB, Tantivy) with the hash embedder. Some
 tests start the real commands (``serve --transport http`` and ``ui``) in a child process.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx2
 import pytest
@@ -23,7 +24,7 @@ from starlette.testclient import TestClient
 
 from conftest import free_port, indexed_memory, server_env, start_server, write
 from mcp_memory.config import Settings
-from mcp_memory.dashboard.app import dashboard_app
+from mcp_memory.dashboard.app import Dashboard, dashboard_server
 from mcp_memory.dashboard.auth import DashboardAuth, Tokens
 from mcp_memory.dashboard.render import parse_range, render_markdown
 from mcp_memory.memory import Memory
@@ -45,6 +46,7 @@ HOSTILE = (
 @dataclass
 class Dash:
     app: object
+    dashboard: Dashboard
     service: MemoryService
     root: Path
 
@@ -53,14 +55,19 @@ class Dash:
         return self.service.memory()
 
     def client(self, token: str | None = None, bearer: str | None = None) -> TestClient:
-        """A browser-like client; ``token``: signed in through the token link first."""
+        """A browser-like client; ``token``: signed in through the sign-in form first."""
         client = TestClient(self.app, base_url=BASE, follow_redirects=False)  # type: ignore[arg-type]
         if bearer:
             client.headers["Authorization"] = f"Bearer {bearer}"
         if token:
-            response = client.get(f"/?token={token}")
-            assert response.status_code == 303, response.text
+            response = sign_in(client, token)
+            assert response.status_code == 303 and "set-cookie" in response.headers, response.text
         return client
+
+
+def sign_in(client: TestClient, token: str, next_page: str = "/") -> httpx2.Response:
+    """What the sign-in form posts."""
+    return client.post("/signin", data={"token": token, "next": next_page})
 
 
 def _workspace(root: Path) -> None:
@@ -69,10 +76,11 @@ def _workspace(root: Path) -> None:
                        "- [fact] The staging database runs Postgres 16.\n" + HOSTILE)
 
 
-def _dash(settings: Settings, workspace: Path, tokens: Tokens, shared: bool = False) -> Dash:
+def _dash(settings: Settings, workspace: Path, tokens: Tokens, shared: bool = False, host: str = "127.0.0.1") -> Dash:
     _workspace(workspace)
     service = MemoryService(settings, memory_factory=indexed_memory, start_delay=0, watch=False)
-    return Dash(dashboard_app(service, tokens, shared=shared), service, workspace)
+    app, dashboard = dashboard_server(service, tokens, shared=shared, host=host)
+    return Dash(app, dashboard, service, workspace)
 
 
 @pytest.fixture
@@ -125,18 +133,23 @@ def test_every_page_asks_for_a_token_first(dash: Dash):
     assert client.post("/forget", data={"path": DAILY, "line": "3"}).status_code == 401
 
 
-def test_token_link_sets_an_http_only_strict_cookie_and_drops_the_token(dash: Dash):
+def test_sign_in_form_posts_the_token_for_an_http_only_strict_browser_session_cookie(dash: Dash):
     client = dash.client()
-    response = client.get(f"/search?q=pnpm&mode=default&token={FULL}")
-    assert response.status_code == 303
-    assert response.headers["location"] == "/search?q=pnpm&mode=default"
+    form = client.get("/search?q=pnpm&mode=default")
+    assert form.status_code == 401
+    assert 'action="/signin" method="post"' in form.text
+    assert 'name="next" value="/search?q=pnpm&amp;mode=default"' in form.text
+    response = sign_in(client, FULL, "/search?q=pnpm&mode=default")
+    assert response.status_code == 303 and response.headers["location"] == "/search?q=pnpm&mode=default"
     cookie = response.headers["set-cookie"]
     assert "HttpOnly" in cookie and "samesite=strict" in cookie.lower() and "Path=/" in cookie
+    # A browser-session cookie: no lifetime of its own (the server ends the session after hours).
+    assert "max-age" not in cookie.lower() and "expires" not in cookie.lower()
     assert FULL not in cookie  # a session id, never the token
     page = client.get("/search?q=pnpm")
     assert page.status_code == 200 and "full access" in page.text and "MEMORY.md#L" in page.text
-    assert client.get(f"/?token=wrong-{FULL}").status_code == 401
-    assert "not valid" in dash.client().get("/?token=nope").text
+    wrong = sign_in(dash.client(), f"wrong-{FULL}")
+    assert wrong.status_code == 401 and "not valid" in wrong.text and "set-cookie" not in wrong.headers
 
 
 def test_bearer_header_works_and_a_wrong_one_is_refused(dash: Dash):
@@ -150,6 +163,94 @@ def test_sign_out_forgets_the_session(dash: Dash):
     assert client.post("/signout", data={"csrf": csrf}).status_code == 303
     client.cookies.clear()
     assert client.get("/").status_code == 401
+
+
+def test_sign_out_ends_the_session_on_the_server_even_without_the_csrf_token(dash: Dash):
+    client = dash.client(FULL)
+    cookie = client.cookies.get("mcp_memory_8765")
+    assert cookie and client.get("/").status_code == 200
+    assert client.post("/signout", data={}).status_code == 303  # no CSRF token: signing out is harmless
+    assert client.get("/").status_code == 401
+    # The cookie a copy was taken of is dead too, not only deleted from this browser.
+    replay = dash.client()
+    replay.cookies.set("mcp_memory_8765", cookie)
+    assert replay.get("/").status_code == 401
+
+
+def test_a_token_in_a_link_never_signs_in_nor_switches_a_session(dash: Dash):
+    # Not signed in: a link with a token shows the sign-in form, and sets nothing.
+    stranger = dash.client()
+    page = stranger.get(f"/files?token={FULL}")
+    assert page.status_code == 401 and "does not sign in" in page.text
+    assert "set-cookie" not in page.headers and FULL not in page.text
+    assert stranger.get("/files").status_code == 401
+    # Signed in: a link (or an image in memory content) with another token changes nothing.
+    owner = dash.client(FULL)
+    followed = owner.get(f"/?token={SHARED}")
+    assert followed.status_code == 303 and followed.headers["location"] == "/"
+    assert "set-cookie" not in followed.headers
+    assert "full access" in owner.get("/").text
+    # Nor does a sign-in form posted to a browser already signed in.
+    posted = sign_in(owner, SHARED, "/files")
+    assert posted.status_code == 303 and "set-cookie" not in posted.headers
+    after = owner.get(posted.headers["location"])
+    assert "already signed in (full access)" in after.text and "full access" in after.text
+    # A bearer header still works, and a sign-in form still needs a real token.
+    assert dash.client(bearer=SHARED).get("/files").status_code == 200
+
+
+def test_a_sign_in_cookie_counts_only_for_the_host_it_was_set_by_and_for_hours(dash: Dash):
+    client = dash.client(FULL)
+    assert client.get("/").status_code == 200
+    # The same server reached under another name: the cookie is not its own there.
+    assert client.get("/", headers={"Host": "localhost:8765"}).status_code == 401
+    # A cookie of the same name that is not ours, sent along, does not hide ours.
+    ours = client.cookies.get("mcp_memory_8765")
+    stray = dash.client()
+    stray.headers["Cookie"] = f"mcp_memory_8765={ours}; mcp_memory_8765=planted-by-another-server"
+    assert stray.get("/").status_code == 200
+    # Hours, not days: the server ends the session whatever the browser keeps.
+    auth = dash.dashboard.auth
+    real = auth.clock
+    auth.clock = lambda: real() + 13 * 3600
+    try:
+        assert client.get("/").status_code == 401
+    finally:
+        auth.clock = real
+
+
+def test_a_one_time_code_signs_in_once_and_only_for_two_minutes(dash: Dash):
+    auth = dash.dashboard.auth
+    used = []
+    code = auth.issue_code("full", on_used=lambda: used.append(True))
+    client = dash.client()
+    signed = client.post("/signin", data={"code": code, "next": "/files"}, headers={"Origin": "null"})
+    assert signed.status_code == 200 and "Signed in with full access" in signed.text and used == [True]
+    # Posted from a local page: a page that moves on by itself (a redirect would lose the Strict cookie).
+    assert '<meta http-equiv="refresh" content="0; url=/files">' in signed.text
+    assert client.get("/files").status_code == 200
+    again = dash.client().post("/signin", data={"code": code}, headers={"Origin": "null"})
+    assert again.status_code == 401 and "expired or was already used" in again.text
+    late = auth.issue_code("full")
+    real = auth.clock
+    auth.clock = lambda: real() + 121
+    try:
+        expired = dash.client().post("/signin", data={"code": late}, headers={"Origin": "null"})
+    finally:
+        auth.clock = real
+    assert expired.status_code == 401
+    # A token is never accepted from a page of another origin, the local sign-in page included.
+    assert dash.client().post("/signin", data={"token": FULL}, headers={"Origin": "null"}).status_code == 403
+
+
+def test_many_sign_ins_with_a_shared_token_never_sign_the_owner_out(dash: Dash):
+    owner = dash.client(FULL)
+    other = dash.client()
+    for _ in range(1001):
+        other.cookies.clear()
+        assert sign_in(other, SHARED).status_code == 303
+    assert owner.get("/").status_code == 200 and "full access" in owner.get("/").text
+    assert "shared" in other.get("/").text  # the latest shared sign-in still works
 
 
 def test_pages_forbid_inline_scripts_framing_and_other_origins(dash: Dash):
@@ -181,10 +282,123 @@ def test_host_and_origin_are_checked_as_on_mcp(dash: Dash):
     assert ok.status_code == 400 and "no memory has the id" in ok.text
 
 
+def test_every_response_carries_the_security_headers(dash: Dash):
+    """The framework's own answers too: an unknown path, a wrong method, /mcp, a static file."""
+    client = dash.client(FULL)
+    responses = {
+        "unknown path": client.get("/no-such-page"),
+        "wrong method": client.delete("/"),
+        "GET of a form target": client.get("/signin"),
+        "POST of a page": client.post("/files", data={}),
+        "static file": client.get("/static/dashboard.js"),
+        "missing static file": client.get("/static/nope.css"),
+        "/mcp without a token": dash.client().post("/mcp", json={}),
+        "a page": client.get("/"),
+    }
+    assert responses["unknown path"].status_code == 404 and responses["wrong method"].status_code == 405
+    for what, response in responses.items():
+        headers = response.headers
+        assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), what
+        assert headers.get("x-content-type-options") == "nosniff", what
+        assert headers.get("x-frame-options") == "DENY", what
+        assert headers.get("referrer-policy") == "same-origin", what
+        assert headers.get("cache-control") in ("no-store", "no-cache"), what
+
+
+def test_return_targets_are_paths_of_this_site_only(dash: Dash):
+    client = dash.client(FULL)
+    own = f"/files/{DAILY}"
+    hostile = ["javascript:alert(document.domain)", "https://evil.example/", "//evil.example/x", "/\\evil.example",
+               "/\t/evil.example", " https://evil.example", "data:text/html,<b>x</b>"]
+    for target in hostile:
+        form = client.get("/forget", params={"path": DAILY, "line": 4, "next": target})
+        assert form.status_code == 200
+        cancel = re.search(r'<a class="button" href="([^"]*)">Cancel</a>', form.text)
+        assert cancel and cancel.group(1) == own, (target, cancel and cancel.group(1))
+        assert f'name="next" value="{own}"' in form.text, target
+        assert "evil" not in form.text and "javascript:" not in form.text, target
+        csrf = _csrf(form.text)
+        rewarded = client.post("/penalize", data={"csrf": csrf, "id": "m-000000000000", "next": target})
+        assert rewarded.status_code == 400  # no such memory: an error page, no redirect anywhere
+        signed = dash.client().post("/signin", data={"token": READ_ONLY, "next": target})
+        assert signed.status_code == 303 and signed.headers["location"] == "/", target
+        code = dash.dashboard.auth.issue_code("read-only")
+        local = dash.client().post("/signin", data={"code": code, "next": target}, headers={"Origin": "null"})
+        assert 'content="0; url=/"' in local.text and "evil" not in local.text, target
+    # A local path is kept, with its query.
+    kept = client.get("/forget", params={"path": DAILY, "line": 4, "next": "/search?q=Postgres"})
+    assert '<a class="button" href="/search?q=Postgres">Cancel</a>' in kept.text
+    memory_id = dash.memory.search("pnpm")[0].id
+    moved = client.post("/reward", data={"csrf": _csrf(kept.text), "id": memory_id, "next": "//evil.example"})
+    assert moved.status_code == 303 and moved.headers["location"].startswith("/?note=")
+
+
+def test_a_huge_highlight_range_costs_no_more_than_a_small_one(dash: Dash):
+    client = dash.client(FULL)
+
+    def cpu_ms(url: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            page = client.get(url)
+            best = min(best, (time.process_time() - start) * 1000)
+            assert page.status_code == 200 and 'class="hl"' in page.text, url
+        return best
+
+    small = cpu_ms(f"/files/{DAILY}?hl=3-4")
+    for view in ("", "&view=source"):
+        huge = cpu_ms(f"/files/{DAILY}?hl=1-9999999{view}")
+        assert huge < small + 60, (view, huge, small)  # unclamped: 300 ms and more
+
+
+def test_every_refusal_of_a_path_reads_the_same(dash: Dash, tmp_path: Path):
+    """Missing, outside the workspace, not a memory file, private: one answer, for every caller."""
+    elsewhere = tmp_path / "elsewhere" / "notes.md"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("# somebody else's notes\n")
+    asked = [str(elsewhere), str(elsewhere.with_name("missing.md")), "memory/nope.md", "../elsewhere/notes.md",
+             "memory/../../elsewhere/notes.md", "/etc/hostname.md"]
+
+    def answer(response: httpx2.Response, path: str) -> tuple[int, str]:
+        message = re.search(r'<p class="error">(.*?)</p>', response.text, re.S)
+        assert message, response.text
+        quoted = message.group(1)  # the path as asked, quoted (cut short when long), then the reason
+        assert quoted.startswith("&#39;" + path[:20].replace("'", "&#39;")), (quoted, path)
+        return response.status_code, re.sub(r"^&#39;.*&#39; ", "PATH ", quoted)
+
+    for token in (FULL, READ_ONLY, SHARED):
+        client = dash.client(token)
+        # Dots encoded: the client would resolve "../" itself, the server decodes them.
+        answers = {path: answer(client.get(f"/files/{quote(path).replace('.', '%2E')}"), path) for path in asked}
+        if token == SHARED:
+            answers["MEMORY.md"] = answer(client.get("/files/MEMORY.md"), "MEMORY.md")
+        assert set(answers.values()) == {(404, "PATH is not a memory file shared with this client")}, (token, answers)
+        if token == FULL:
+            forms = {answer(client.get("/forget", params={"path": path, "line": 1}), path) for path in asked}
+            assert forms == {(404, "PATH is not a memory file shared with this client")}, forms
+
+
+def test_on_any_loopback_address_host_and_origin_are_checked(settings: Settings, workspace: Path):
+    """127.x.y.z is loopback too: a name rebound to it by another site is refused, open dashboard or not."""
+    d = _dash(settings, workspace, Tokens([], [], []), host="127.5.6.7")
+    try:
+        client = TestClient(d.app, base_url="http://127.5.6.7:8765", follow_redirects=False)  # type: ignore[arg-type]
+        assert d.memory is not None  # opened
+        assert client.get("/files").status_code == 200
+        assert client.get("/files", headers={"Host": "rebound.evil.example:8765"}).status_code == 421
+        page = client.get("/search", params={"q": "pnpm"})
+        memory_id = re.search(r'name="id" value="(m-[0-9a-f]+)"', page.text).group(1)  # type: ignore[union-attr]
+        form = {"id": memory_id, "csrf": _csrf(page.text)}
+        assert client.post("/reward", data=form, headers={"Origin": "http://evil.example"}).status_code == 403
+        assert client.post("/reward", data=form, headers={"Origin": "http://127.5.6.7:8765"}).status_code == 303
+    finally:
+        d.service.close()
+
+
 # ----- pages ------------------------------------------------------------------------------------
 def test_search_shows_cited_hits_with_why_and_highlighted_lines(dash: Dash):
     page = dash.client(FULL).get("/search", params={"q": "blue-green deploy"})
-    assert page.status_code == 200
+    assert page.status_code == 200, page.text
     assert f"{DAILY}#L" in page.text
     assert "<mark>deploy</mark>" in page.text and 'class="matched"' in page.text
     assert "why: keywords" in page.text and "vector" in page.text
@@ -388,7 +602,7 @@ def test_without_tokens_loopback_has_full_access_and_csrf_still_applies(settings
 
 
 # ----- the commands -------------------------------------------------------------------------------
-def test_serve_http_prints_the_sign_in_link_and_serves_the_dashboard(tmp_path: Path):
+def test_serve_http_prints_where_the_dashboard_is_and_serves_it(tmp_path: Path):
     root = tmp_path / "ws"
     _workspace(root)
     server = start_server(root, tmp_path, "--transport", "http", "--token", FULL)
@@ -396,42 +610,161 @@ def test_serve_http_prints_the_sign_in_link_and_serves_the_dashboard(tmp_path: P
         deadline = time.monotonic() + 20
         while "dashboard at" not in server.output() and time.monotonic() < deadline:
             time.sleep(0.05)
-        link = f"{server.base}/?token={FULL}"
-        assert f"dashboard at {link}" in server.output()
-        with httpx2.Client(follow_redirects=True, timeout=30) as http:
+        assert f"dashboard at {server.base}/ (sign in there with the token given to --token" in server.output()
+        with httpx2.Client(follow_redirects=False, timeout=30) as http:
             assert http.get(f"{server.base}/files").status_code == 401
-            page = http.get(f"{server.base}/files?token={FULL}")
-            assert page.status_code == 200 and DAILY in page.text and str(page.url) == f"{server.base}/files"
+            signed = http.post(f"{server.base}/signin", data={"token": FULL, "next": "/files"})
+            assert signed.status_code == 303 and signed.headers["location"] == "/files"
+            page = _when_open(http, f"{server.base}/files")
+            assert page.status_code == 200 and DAILY in page.text
             # The MCP endpoint is still behind its bearer token.
             assert http.post(f"{server.base}/mcp", json={}).status_code == 401
+        assert FULL not in server.output()
     finally:
         server.stop()
 
 
-def test_ui_command_starts_a_loopback_dashboard_with_a_fresh_token(tmp_path: Path):
+def _when_open(http: httpx2.Client, url: str) -> httpx2.Response:
+    """``url`` once the server's memory has opened (before, pages say so, with 503)."""
+    deadline = time.monotonic() + 60
+    while True:
+        response = http.get(url)
+        if response.status_code != 503 or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
+@dataclass
+class UiProcess:
+    proc: subprocess.Popen[bytes]
+    log: Path
+    base: str
+    page: Path  # the local sign-in page
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(15)
+
+
+def _start_ui(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> UiProcess:
+    """``mcp-memory ui`` in a child process, once it has said where it listens and where its sign-in page is."""
     root = tmp_path / "ws"
     _workspace(root)
-    port = free_port()
     log = tmp_path / "ui.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "mcp_memory", "ui", "--workspace", str(root), "--embedder",
-                                 "none", "--port", str(port), "--no-browser"],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=server_env())
+                                 "none", "--port", str(free_port()), *args],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=server_env(**(env or {})))
     try:
-        deadline = time.monotonic() + 30
-        while "dashboard at" not in log.read_text() and time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.05)
-        found = re.search(rf"dashboard at (http://127\.0\.0\.1:{port}/\?token=([\w-]+))", log.read_text())
-        assert found, log.read_text()
-        with httpx2.Client(follow_redirects=True, timeout=30) as http:
-            assert http.get(f"http://127.0.0.1:{port}/").status_code == 401
-            page = http.get(found.group(1))
-            assert page.status_code == 200 and "full access" in page.text
-            assert http.get(f"http://127.0.0.1:{port}/files/{quote(DAILY)}").status_code == 200
-    finally:
+        return _wait_for_ui(proc, log)
+    except BaseException:
         proc.terminate()
         proc.wait(15)
+        raise
+
+
+def _wait_for_ui(proc: subprocess.Popen[bytes], log: Path) -> UiProcess:
+    deadline = time.monotonic() + 30
+    while "dashboard at" not in log.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.05)
+    found = re.search(r"dashboard at (http://127\.[\d.]+:\d+)/ ; sign-in page (file://\S+)", log.read_text())
+    assert found, log.read_text()
+    ui = UiProcess(proc, log, found.group(1), Path(unquote(urlsplit(found.group(2)).path)))
+    while time.monotonic() < deadline + 30:
+        try:
+            httpx2.get(f"{ui.base}/static/dashboard.css", timeout=5)
+            return ui
+        except httpx2.TransportError:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.05)
+    raise AssertionError(f"ui did not answer: {log.read_text()}")
+
+
+class _Form(HTMLParser):
+    """The action and the fields of the first form of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action = ""
+        self.fields: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "form" and not self.action:
+            self.action = found.get("action") or ""
+        if tag == "input" and found.get("name"):
+            self.fields[found["name"] or ""] = found.get("value") or ""
+
+
+def _post_form_as_a_local_page(http: httpx2.Client, page_html: str) -> httpx2.Response:
+    """Submit the sign-in page's form as a browser does from a file: with "Origin: null"."""
+    form = _Form()
+    form.feed(page_html)
+    return http.post(form.action, data=form.fields, headers={"Origin": "null"})
+
+
+def test_ui_listens_on_a_loopback_address_of_its_own_and_signs_in_from_a_local_page(tmp_path: Path):
+    ui = _start_ui(tmp_path, "--no-browser")
+    try:
+        host = urlsplit(ui.base).hostname or ""
+        # Cookies ignore ports, not hosts: a random 127.x.y.z shares its cookies with no other server.
+        assert host.startswith("127.") and host != "127.0.0.1", ui.base
+        assert oct(ui.page.stat().st_mode & 0o777) == oct(0o600)
+        assert oct(ui.page.parent.stat().st_mode & 0o777) == oct(0o700)
+        page_html = ui.page.read_text()
+        assert "token" not in page_html.lower() and "token" not in ui.log.read_text().lower()
+        with httpx2.Client(follow_redirects=False, timeout=30) as http:
+            assert http.get(f"{ui.base}/").status_code == 401
+            signed = _post_form_as_a_local_page(http, page_html)
+            assert signed.status_code == 200 and "full access" in signed.text
+            page = _when_open(http, f"{ui.base}/files/{quote(DAILY)}")
+            assert page.status_code == 200 and "full access" in page.text
+            # Only that host answers: the same port on 127.0.0.1 is another address, and Host is checked.
+            assert http.get(f"{ui.base}/", headers={"Host": "127.0.0.1"}).status_code == 421
+        # The code worked once, and its page is gone.
+        assert not ui.page.exists() and not ui.page.parent.exists()
+        with httpx2.Client(follow_redirects=False, timeout=30) as other:
+            again = _post_form_as_a_local_page(other, page_html)
+            assert again.status_code == 401 and "expired or was already used" in again.text
+    finally:
+        ui.stop()
+
+
+def test_ui_gives_the_browser_a_private_file_never_a_token_url(tmp_path: Path):
+    """What ``ui`` puts on the browser's command line (readable by every local user) holds no secret."""
+    record = tmp_path / "browser.json"
+    browser = tmp_path / "browser"
+    browser.write_text(f"#!{sys.executable}\n"
+                       "import json, os, sys, urllib.parse\n"
+                       "page = urllib.parse.unquote(urllib.parse.urlsplit(sys.argv[1]).path)\n"
+                       "seen = {'argv': sys.argv[1:], 'mode': os.stat(page).st_mode & 0o777,\n"
+                       "        'folder': os.stat(os.path.dirname(page)).st_mode & 0o777, 'html': open(page).read()}\n"
+                       f"open({str(record)!r}, 'w').write(json.dumps(seen))\n")
+    browser.chmod(0o700)
+    ui = _start_ui(tmp_path, env={"BROWSER": str(browser)})
+    try:
+        deadline = time.monotonic() + 20
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen = json.loads(record.read_text())
+        assert seen["argv"] == [ui.page.as_uri()]  # a local file: no token, no code, no server URL
+        assert seen["mode"] == 0o600 and seen["folder"] == 0o700
+        with httpx2.Client(follow_redirects=False, timeout=30) as http:
+            assert _post_form_as_a_local_page(http, seen["html"]).status_code == 200
+            assert _when_open(http, f"{ui.base}/status").status_code == 200
+        assert not ui.page.exists()
+    finally:
+        ui.stop()
+
+
+def test_ui_removes_an_unused_sign_in_page_at_exit(tmp_path: Path):
+    ui = _start_ui(tmp_path, "--no-browser")
+    assert ui.page.exists()
+    ui.stop()
+    assert not ui.page.exists() and not ui.page.parent.exists()
 
 
 def test_a_token_of_a_kind_the_dashboard_does_not_grant_still_closes_it():

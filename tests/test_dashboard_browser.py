@@ -1,21 +1,25 @@
 """The dashboard in a real headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright).
 
 A real ``serve --transport http`` (keyword-only) with a full, a read-only and a shared token;
-each test is a fresh browser profile that signs in with a token link, as a person would.
-Skipped, saying why, only where no Chromium is installed (``.ci/run`` installs it).
+each test is a fresh browser profile that signs in with the sign-in form, as a person would.
+A real ``mcp-memory ui`` signs its browser in from its local sign-in page. Skipped, saying
+why, only where no Chromium is installed (``.ci/run`` installs it).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from conftest import ServerProcess, start_server, write
+from test_dashboard import _start_ui
 
 CHROMIUM = os.environ.get("MCP_MEMORY_CHROMIUM", "/usr/bin/chromium")
 if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
@@ -25,6 +29,7 @@ playwright = pytest.importorskip("playwright.sync_api", reason="Playwright for P
 FULL, READ_ONLY, SHARED = "full-token-0123456789", "read-only-token-456789", "shared-token-89abcdef"
 DAILY = "memory/2026-01-05.md"
 PRIVATE_FACT = "The locker combination hint is purple giraffe."
+BADGE_FILE = "memory/badges.md"
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +44,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
                        "- Tried <script>window.pwned = 1; alert(1)</script> in a note.\n"
                        '- An image <img src=x onerror="window.pwned = 2; alert(2)"> here.\n'
                        "- A [harmless looking link](javascript:window.pwned=3) too.\n")
+    # Memory content is written from conversations: an image in it is a request the owner's browser makes.
+    write(root, BADGE_FILE, f"# Badges\n\n- Build status ![badge](/?token={SHARED}) for the project.\n")
     process = start_server(root, tmp, "--transport", "http", "--token", FULL, "--read-only-token", READ_ONLY,
                            "--shared-token", SHARED)
     yield process
@@ -65,7 +72,10 @@ def page_for(browser: Any, server: ServerProcess) -> Iterator[Any]:
         page = context.new_page()
         page.dialogs = []
         page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
-        page.goto(f"{server.base}/?token={token}")
+        page.goto(f"{server.base}/")
+        page.fill("input[name=token]", token)
+        page.click("form[action='/signin'] button")
+        page.wait_for_selector(".level")
         return page
 
     yield open_page
@@ -73,12 +83,13 @@ def page_for(browser: Any, server: ServerProcess) -> Iterator[Any]:
         context.close()
 
 
-def test_sign_in_with_the_token_link(page_for: Any, server: ServerProcess):
+def test_sign_in_with_the_token_form(page_for: Any, server: ServerProcess):
     page = page_for(FULL)
-    assert page.url == f"{server.base}/"  # the token is gone from the address bar
+    assert page.url == f"{server.base}/"
     assert page.locator(".level").inner_text() == "full access"
     cookies = page.context.cookies()
     assert len(cookies) == 1 and cookies[0]["httpOnly"] and cookies[0]["sameSite"] == "Strict"
+    assert cookies[0]["expires"] == -1  # a browser-session cookie
     assert FULL not in cookies[0]["value"]
     assert page.evaluate("document.cookie") == ""  # not readable by scripts
     stranger = page.context.browser.new_context().new_page()
@@ -155,3 +166,78 @@ def test_stored_scripts_never_run(page_for: Any, server: ServerProcess):
     page.get_by_text("harmless looking link", exact=False).click()
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert page.dialogs == []
+
+
+def test_an_image_in_memory_content_never_switches_the_session(page_for: Any, server: ServerProcess):
+    page = page_for(FULL)
+    before = page.context.cookies()
+    with page.expect_response(lambda response: "token=" in response.url) as badge:
+        page.goto(f"{server.base}/files/{BADGE_FILE}")
+        page.wait_for_load_state("load")
+    assert badge.value.status == 303 and "set-cookie" not in badge.value.all_headers()
+    assert page.context.cookies() == before
+    page.goto(f"{server.base}/")
+    assert page.locator(".level").inner_text() == "full access"
+    page.goto(f"{server.base}/files/MEMORY.md")
+    assert "giraffe" in page.content()
+
+
+class _OtherServer(BaseHTTPRequestHandler):
+    """Another local web server: it records the cookies it is sent and tries to plant its own."""
+
+    seen: ClassVar[list[str]] = []
+    planted: ClassVar[str] = ""
+
+    def do_GET(self) -> None:
+        type(self).seen.append(self.headers.get("Cookie") or "")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        if self.planted:
+            self.send_header("Set-Cookie", self.planted)
+        self.end_headers()
+        self.wfile.write(b"<p>another local server</p>")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def other_server() -> Iterator[ThreadingHTTPServer]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _OtherServer)
+    _OtherServer.seen = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_ui_signs_in_from_its_local_page_and_shares_its_cookie_with_no_other_server(
+        browser: Any, tmp_path: Path, other_server: ThreadingHTTPServer):
+    ui = _start_ui(tmp_path, "--no-browser")
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(ui.page.as_uri())  # the page `ui` opens: it submits itself
+        page.wait_for_selector(".level")
+        assert page.url == f"{ui.base}/" and page.locator(".level").inner_text() == "full access"
+        assert not ui.page.exists()
+        port = ui.base.rsplit(":", 1)[1]
+        (session,) = [c["value"] for c in context.cookies() if c["name"] == f"mcp_memory_{port}"]
+        # Another web server on the loopback host the browser visits is sent no dashboard cookie,
+        # and the cookie it sets under the dashboard's name does not reach the dashboard.
+        _OtherServer.planted = f"mcp_memory_{port}=planted; Path=/"
+        page.goto(f"http://127.0.0.1:{other_server.server_address[1]}/")
+        assert "another local server" in page.content()
+        assert _OtherServer.seen and not any(session in cookie for cookie in _OtherServer.seen)
+        page.goto(f"{ui.base}/files")
+        assert page.locator(".level").inner_text() == "full access"
+        # The local sign-in page is gone; a second browser has no way in.
+        stranger = browser.new_context().new_page()
+        stranger.goto(f"{ui.base}/files")
+        assert "Sign in" in stranger.content()
+        stranger.context.close()
+        context.close()
+    finally:
+        _OtherServer.planted = ""
+        ui.stop()

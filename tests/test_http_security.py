@@ -170,3 +170,65 @@ def test_blank_tokens_given_to_the_library_install_no_open_door(workspace, setti
     assert anyio.run(verifier.verify_token, "") is None
     assert anyio.run(verifier.verify_token, "  ") is None
     assert anyio.run(verifier.verify_token, FULL) is not None
+
+
+# ----- what the server prints and logs ----------------------------------------------------------------------
+def _get(port: int, path: str) -> tuple[int, dict[str, str]]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+
+
+def _log_after(server, marker: str) -> str:
+    """The server's output once a request for ``marker`` has been logged (uvicorn logs after answering)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while marker not in server.output() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server.output()
+
+
+def test_no_token_is_printed_or_logged(two_token_server):
+    """Not in the sign-in instructions, not in the access log, even from a link a person pasted a token into."""
+    for path in (f"/?token={FULL}", f"/files?q=x&token={READ_ONLY}", f"/search?token={FULL}&q=tea"):
+        _get(two_token_server.port, path)
+    output = _log_after(two_token_server, "GET /search?[query not logged]")
+    assert FULL not in output and READ_ONLY not in output
+    assert "q=tea" not in output  # nor what was searched
+    assert "dashboard at " in output and "GET /files?[query not logged]" in output  # the log itself is there
+
+
+def test_sse_server_logs_no_query_either(tmp_path_factory: pytest.TempPathFactory):
+    with running_server(tmp_path_factory, "sse-log", "--transport", "sse", "--token", FULL) as server:
+        _get(server.port, f"/?token={FULL}")
+        output = _log_after(server, "GET /?[query not logged]")
+        assert FULL not in output and "GET /?[query not logged]" in output
+
+
+def test_the_frameworks_own_answers_carry_the_security_headers(two_token_server):
+    answers = {"unknown path": _get(two_token_server.port, "/no-such-page"),
+               "static file": _get(two_token_server.port, "/static/dashboard.css")}
+    status, headers, _ = raw_post(two_token_server.port, path="/files")
+    answers["POST to a page"] = (status, headers)
+    assert [a[0] for a in answers.values()] == [404, 200, 405]
+    for what, (_, headers) in answers.items():
+        assert "default-src 'self'" in headers.get("content-security-policy", ""), what
+        assert headers.get("x-frame-options") == "DENY" and headers.get("x-content-type-options") == "nosniff", what
+
+
+def test_another_loopback_address_still_checks_host_and_origin():
+    """127.x.y.z is loopback, but the SDK's own default names only 127.0.0.1, localhost and ::1."""
+    from mcp_memory.server.serve import ServeOptions, http_options
+
+    security = http_options(ServeOptions(transport="http", host="127.45.6.7", port=8765))["transport_security"]
+    assert security.enable_dns_rebinding_protection
+    assert security.allowed_hosts == ["127.45.6.7:*"] and security.allowed_origins == ["http://127.45.6.7:*"]
+    assert "transport_security" not in http_options(ServeOptions(transport="http", host="127.0.0.1", port=8765))

@@ -5,7 +5,12 @@ beside ``/mcp``, without authentication: ``auth.py`` checks the tokens). Each re
 checked (Host, Origin, sign-in; for an action also the full token and the CSRF token), then
 its view runs in a worker thread (the memory is synchronous) and its page is rendered from
 a Jinja2 template with autoescaping. Every response forbids inline scripts, framing and
-anything not served by the dashboard itself.
+anything not served by the dashboard itself (``serving.py`` adds the same headers to the
+responses the framework itself sends: unknown paths, wrong methods).
+
+Signing in is a POST to ``/signin`` (a pasted token, or the one-time code of the sign-in
+page ``mcp-memory ui`` opens); a ``?token=`` in a link never signs a browser in, and a
+browser already signed in is never switched to another sign-in.
 """
 
 from __future__ import annotations
@@ -17,19 +22,21 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from mcp_memory import __version__
 from mcp_memory.dashboard import views
 from mcp_memory.dashboard.auth import Access, DashboardAuth, TokenSet, cookie_name
+from mcp_memory.dashboard.links import local_path
+from mcp_memory.dashboard.serving import HEADERS, secure_headers
 from mcp_memory.dashboard.views import Page, PageError, View
 from mcp_memory.service import MemoryService
 from mcp_memory.tokens import usable
@@ -45,17 +52,6 @@ HERE = Path(__file__).parent
 OPEN_WAIT = 5.0  # seconds a page waits for the memory to open before saying it is still opening
 MAX_FORM_BYTES = 64 * 1024
 MAX_NOTES = 200
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    # Nothing (a sign-in link's token included) leaves in a Referer to another site; same-origin, not
-    # no-referrer: under no-referrer a browser sends "Origin: null" with the dashboard's own forms.
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
 NAV = [("/", "Overview"), ("/search", "Search"), ("/files", "Files"), ("/timeline", "Timeline"),
        ("/recalls", "Recalls"), ("/experience", "Experience"), ("/status", "Status")]
 LEVEL_NAMES = {"full": "full access", "read-only": "read-only", "shared": "shared: private files hidden"}
@@ -94,6 +90,7 @@ class Dashboard:
             Route("/edit", action(views.edit_line), methods=["POST"]),
             Route("/reward", action(lambda v: views.change_utility(v, reward=True)), methods=["POST"]),
             Route("/penalize", action(lambda v: views.change_utility(v, reward=False)), methods=["POST"]),
+            Route("/signin", self._sign_in, methods=["POST"]),
             Route("/signout", self._sign_out, methods=["POST"]),
             Route("/static/{name}", self._static, methods=["GET"]),
         ]
@@ -113,12 +110,11 @@ class Dashboard:
         refused = self._refused(request)
         if refused is not None:
             return refused
-        token = request.query_params.get("token")
-        if token is not None:
-            return self._sign_in(request, token)
         access = self.auth.authenticate(request)
+        if "token" in request.query_params:
+            return self._token_in_link(request, access)
         if access is None:
-            return self._render_simple(request, None, "signin.html", "Sign in", {"invalid": False}, 401)
+            return self._sign_in_page(request, 401)
         if edit and not access.can_edit:
             return self._render_simple(request, access, "error.html", "Not allowed",
                                        {"message": "this token may look, not change memory"}, 403)
@@ -133,7 +129,7 @@ class Dashboard:
                 return refused
             access = self.auth.authenticate(request)
             if access is None:
-                return self._render_simple(request, None, "signin.html", "Sign in", {"invalid": False}, 401)
+                return self._sign_in_page(request, 401, target="/")  # an action's URL is no page to return to
             form = await _form(request)
             if form is None:
                 return self._render_simple(request, access, "error.html", "Bad request",
@@ -149,7 +145,7 @@ class Dashboard:
 
             def act(memory: Memory) -> Page | Response:
                 note, target = action(View(memory, access, form))
-                return RedirectResponse(self._with_note(_local(target), note), status_code=303)
+                return RedirectResponse(self._with_note(local_path(target), note), status_code=303)
 
             return await self._run(request, access, act, "")
 
@@ -179,33 +175,67 @@ class Dashboard:
 
         return await run_in_threadpool(run)
 
-    def _refused(self, request: Request) -> Response | None:
-        problem = self.auth.origin_problem(request)
+    def _refused(self, request: Request, allow_null_origin: bool = False) -> Response | None:
+        problem = self.auth.origin_problem(request, allow_null_origin)
         if problem is None:
             return None
         return _secured(PlainTextResponse(problem[1], status_code=problem[0]))
 
     # ----- sign-in ----------------------------------------------------------------------------
-    def _sign_in(self, request: Request, token: str) -> Response:
-        """A link with ``?token=``: set the sign-in cookie and go to the same page without the token."""
-        session = self.auth.sign_in(token)
-        if session is None:
-            return self._render_simple(request, None, "signin.html", "Sign in", {"invalid": True}, 401)
+    def _token_in_link(self, request: Request, access: Access | None) -> Response:
+        """A GET with ``?token=``: never a sign-in (a link or an image could carry it), no cookie set.
+
+        A browser already signed in goes on to the page without the token; another sees the
+        sign-in form, which posts the token instead.
+        """
+        if access is None:
+            return self._sign_in_page(request, 401, problem="link")
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-        response = RedirectResponse(target, status_code=303)
-        response.set_cookie(cookie_name(request), session, httponly=True, samesite="strict", path="/",
-                            secure=request.url.scheme == "https", max_age=30 * 86400)
-        return _secured(response)
+        return _secured(RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303))
+
+    async def _sign_in(self, request: Request) -> Response:
+        """POST /signin: a token or a one-time code for a session cookie; never replaces a sign-in."""
+        form = await _form(request)
+        if form is None:
+            return self._sign_in_page(request, 400, problem="form", target="/")
+        code, token = form.get("code", ""), form.get("token", "")
+        # A one-time code comes from the local sign-in page of `ui`, posted with "Origin: null".
+        refused = self._refused(request, allow_null_origin=bool(code) and not token)
+        if refused is not None:
+            return refused
+        target = local_path(form.get("next"))
+        current = self.auth.authenticate(request)
+        if current is not None and current.by_cookie:
+            note = f"already signed in ({LEVEL_NAMES[current.level]}): sign out first to use another token"
+            return _secured(RedirectResponse(self._with_note(target, note), status_code=303))
+        session = self.auth.redeem(code) if code else self.auth.sign_in(token)
+        if session is None:
+            return self._sign_in_page(request, 401, problem="code" if code else "token", target=target)
+        if request.headers.get("origin") == "null":
+            # Posted from the local sign-in page: a page that moves on by itself, not a redirect,
+            # since a browser sends no SameSite=Strict cookie along a redirect that a page of
+            # another origin started, but does on a navigation this page starts.
+            response = self._render_simple(request, self.auth.access_of(session), "signedin.html", "Signed in",
+                                           {"target": target}, 200)
+        else:
+            response = _secured(RedirectResponse(target, status_code=303))
+        response.set_cookie(cookie_name(request), self.auth.cookie_value(session, request), httponly=True,
+                            samesite="strict", path="/", secure=request.url.scheme == "https")
+        return response
+
+    def _sign_in_page(self, request: Request, status: int, problem: str = "", target: str | None = None) -> Response:
+        """The sign-in form (``problem``: what went wrong before), which returns to ``target`` or this page."""
+        return self._render_simple(request, None, "signin.html", "Sign in",
+                                   {"problem": problem, "next": local_path(target or _here(request))}, status)
 
     async def _sign_out(self, request: Request) -> Response:
+        """End the session the cookie names (no CSRF token needed: signing out is harmless) and drop the cookie."""
         refused = self._refused(request)
         if refused is not None:
             return refused
-        access = self.auth.authenticate(request)
-        form = await _form(request)
-        if access is not None and form is not None and self.auth.csrf_ok(access, form.get("csrf", "")):
-            self.auth.sign_out(access.signin)
+        session = self.auth.session_of(request)
+        if session is not None:
+            self.auth.sign_out(session)
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(cookie_name(request), path="/")
         return _secured(response)
@@ -218,7 +248,7 @@ class Dashboard:
             "csrf": self.auth.csrf_token(access) if access is not None else "",
             "level_name": LEVEL_NAMES[access.level] if access is not None else "",
             # A cookie sign-in can sign out; an open dashboard or a bearer header has nothing to forget.
-            "signed_in": access is not None and access.signin != "open" and not access.signin.startswith("bearer:"),
+            "signed_in": access is not None and access.by_cookie,
         }
         html = self.templates.get_template(page.template).render(context)
         return _secured(HTMLResponse(html, status_code=page.status))
@@ -257,23 +287,34 @@ class Dashboard:
 
 def register_dashboard(server: MCPServer, service: MemoryService, tokens: TokenSet, shared: bool,
                        security: TransportSecuritySettings | None = None, host: str = "127.0.0.1") -> Dashboard:
-    """Serve the dashboard at ``/`` of ``server``'s HTTP app, behind the same tokens as ``/mcp``."""
+    """Serve the dashboard at ``/`` of ``server``'s HTTP app, behind the same tokens as ``/mcp``.
+
+    Run the app the SDK then builds through ``serving.run_http`` (or wrap it in
+    ``serving.secure_headers``): the framework's own responses get the security headers there.
+    """
     dashboard = Dashboard(service, DashboardAuth(tokens, shared, security, host))
     for route in dashboard.routes():
         server.custom_route(route.path, sorted(route.methods or ["GET"]))(route.endpoint)
     return dashboard
 
 
-def dashboard_app(service: MemoryService, tokens: TokenSet, shared: bool = False, host: str = "127.0.0.1",
-                  security: TransportSecuritySettings | None = None) -> Starlette:
-    """The whole HTTP app of a server for ``service``: ``/mcp`` and the dashboard (for ``ui``, tests, benches)."""
+def dashboard_server(service: MemoryService, tokens: TokenSet, shared: bool = False, host: str = "127.0.0.1",
+                     security: TransportSecuritySettings | None = None) -> tuple[ASGIApp, Dashboard]:
+    """The whole HTTP app of a server for ``service`` (``/mcp`` and the dashboard, every response
+    with the security headers) and its dashboard (``ui`` issues sign-in codes through it)."""
     from mcp_memory.server import create_server
 
     full = usable(tokens.full)
     server = create_server(service.settings, service, token=full[0] if full else None,
                            read_only_tokens=tokens.read_only, shared_tokens=tokens.shared, shared=shared)
-    register_dashboard(server, service, tokens, shared, security, host)
-    return server.streamable_http_app(host=host, transport_security=security)
+    dashboard = register_dashboard(server, service, tokens, shared, security, host)
+    return secure_headers(server.streamable_http_app(host=host, transport_security=security)), dashboard
+
+
+def dashboard_app(service: MemoryService, tokens: TokenSet, shared: bool = False, host: str = "127.0.0.1",
+                  security: TransportSecuritySettings | None = None) -> ASGIApp:
+    """The whole HTTP app of a server for ``service``: ``/mcp`` and the dashboard (for tests and benches)."""
+    return dashboard_server(service, tokens, shared, host, security)[0]
 
 
 # ----- helpers ----------------------------------------------------------------------------------
@@ -298,14 +339,7 @@ async def _form(request: Request) -> dict[str, str] | None:
         return None
 
 
-def _local(target: str) -> str:
-    """``target`` when it is a path on this site, else ``/`` (an action never redirects elsewhere)."""
-    if not target.startswith("/") or target.startswith("//") or "\\" in target or any(ord(c) < 32 for c in target):
-        return "/"
-    return target
-
-
 def _here(request: Request) -> str:
-    """The current page's path and query, without a one-time note: where an action returns to."""
+    """The current page's path and query, without a one-time note nor a token: where an action returns to."""
     rest = [(k, v) for k, v in request.query_params.multi_items() if k not in ("note", "token")]
-    return request.url.path + (f"?{urlencode(rest)}" if rest else "")
+    return local_path(quote(request.url.path) + (f"?{urlencode(rest)}" if rest else ""))

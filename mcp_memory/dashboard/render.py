@@ -63,6 +63,7 @@ def render_markdown(text: str, marked: tuple[int, int] | None = None) -> Markup:
     """``text`` as sanitized HTML with an anchor ``L<n>`` per line; lines in ``marked`` (1-based, inclusive) marked."""
     tokens = _MD.parse(text)
     total = text.count("\n") + 1
+    marked = clamp_range(marked, total)
     blocks = [i for i, t in enumerate(tokens) if t.map and t.type != "inline" and t.nesting >= 0]
     owner: dict[int, int] = {}  # 1-based line -> index of the innermost block holding it
     for i in blocks:
@@ -121,7 +122,7 @@ def _html(html: str) -> Token:
 def source_lines(text: str, marked: tuple[int, int] | None = None) -> list[SourceLine]:
     """Every line of ``text`` with its number, marked when inside ``marked``."""
     lines = text.split("\n")
-    low, high = marked or (0, -1)
+    low, high = clamp_range(marked, len(lines)) or (0, -1)
     return [SourceLine(n, line.rstrip("\r"), low <= n <= high) for n, line in enumerate(lines, 1)]
 
 
@@ -146,6 +147,18 @@ def highlight(text: str, terms: list[str]) -> Markup:
         position = match.end()
     out.append(str(escape(text[position:])))
     return Markup("".join(out))
+
+
+def clamp_range(marked: tuple[int, int] | None, total: int) -> tuple[int, int] | None:
+    """``marked`` cut to the lines 1..``total`` a file has; None when none of it is inside.
+
+    A range comes from the URL (``?hl=1-9999999``): cut first, so no work is ever done per
+    line that is not in the file.
+    """
+    if marked is None:
+        return None
+    start, end = max(1, marked[0]), min(total, marked[1])
+    return (start, end) if start <= end else None
 
 
 def parse_range(value: str | None) -> tuple[int, int] | None:

@@ -17,10 +17,19 @@ from urllib.parse import quote
 
 from mcp_memory.dashboard.auth import Access
 from mcp_memory.dashboard.graph_svg import OUTCOME_COLOURS, chain_link, chains_svg
-from mcp_memory.dashboard.render import highlight, parse_range, query_terms, render_markdown, source_lines
+from mcp_memory.dashboard.links import local_path
+from mcp_memory.dashboard.render import (
+    clamp_range,
+    highlight,
+    parse_range,
+    query_terms,
+    render_markdown,
+    source_lines,
+)
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.experience import EXPERIENCE_FILE, OUTCOMES
 from mcp_memory.hits import SearchAnswer, SearchHit
+from mcp_memory.privacy import not_shared
 from mcp_memory.requests import SearchRequest
 
 if TYPE_CHECKING:
@@ -42,6 +51,15 @@ class PageError(Exception):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+def refused_path(path: str) -> PageError:
+    """The one answer for a path a page cannot show, whatever the reason and whoever asks.
+
+    Missing, private, outside the workspace, not a memory file, not text: the same words
+    and status, so the pages cannot be used to learn which files exist on the disk.
+    """
+    return PageError(not_shared(path), 404)
 
 
 @dataclass(frozen=True)
@@ -172,9 +190,9 @@ def files(view: View) -> Page:
 def file(view: View, path: str) -> Page:
     try:
         lines = view.memory.get(path, include_private=view.private)
-    except (PathError, MemoryInputError) as exc:
-        raise PageError(str(exc), 404) from None
-    marked = parse_range(view.param("hl"))
+    except (PathError, MemoryInputError):
+        raise refused_path(path) from None
+    marked = clamp_range(parse_range(view.param("hl")), lines.total_lines)
     source = view.param("view") == "source" or not lines.path.endswith(".md")
     context: dict[str, Any] = {
         "path": lines.path, "total": lines.total_lines, "source": source, "marked": marked,
@@ -329,9 +347,13 @@ def line_of(view: View, path: str, line_param: str) -> tuple[str, int, str]:
         line = int(line_param)
     except ValueError:
         raise PageError("line must be a line number") from None
+    try:  # the path first: whether it may be read is answered alike for every reason
+        resolved = view.memory.get(path, include_private=view.private).path
+    except (PathError, MemoryInputError):
+        raise refused_path(path) from None
     try:
-        got = view.memory.get(path, line, 1, include_private=view.private)
-    except (PathError, MemoryInputError) as exc:
+        got = view.memory.get(resolved, line, 1, include_private=view.private)
+    except (PathError, MemoryInputError) as exc:  # a line past the end of a file this caller may read
         raise PageError(str(exc), 404) from None
     return got.path, line, got.text.rstrip("\r")  # a CRLF file's line, as forget and edit compare it
 
@@ -341,7 +363,7 @@ def forget_form(view: View) -> Page:
     if not text.strip():
         raise PageError(f"{path} line {line} is blank: nothing to forget")
     return Page("forget.html", "Forget", {"path": path, "line": line, "text": text,
-                                          "next": view.param("next") or file_url(path)})
+                                          "next": local_path(view.param("next"), file_url(path))})
 
 
 def edit_form(view: View) -> Page:
@@ -359,18 +381,16 @@ def forget_line(view: View) -> tuple[str, str]:
         result = view.memory.forget(path=path, line=line, confirm=True, include_private=view.private)
     except (PathError, MemoryInputError) as exc:
         raise PageError(str(exc)) from None
-    return result.message, view.param("next") or file_url(path)
+    return result.message, local_path(view.param("next"), file_url(path))
 
 
 def edit_line(view: View) -> tuple[str, str]:
-    path = view.param("path")
+    path, line, _ = line_of(view, view.param("path"), view.param("line"))
     try:
-        line = int(view.param("line"))
         edited = view.memory.edit_line(path, line, view.params.get("expected", ""), view.params.get("text", ""),
                                        include_private=view.private)
-    except ValueError as exc:  # MemoryInputError and PathError are ValueErrors too
-        raise PageError(str(exc) if isinstance(exc, (MemoryInputError, PathError)) else "line must be a number") \
-            from None
+    except (MemoryInputError, PathError) as exc:
+        raise PageError(str(exc)) from None
     return f"edited {edited.citation}", file_url(edited.path, edited.line, source=True)
 
 
@@ -384,4 +404,5 @@ def change_utility(view: View, reward: bool) -> tuple[str, str]:
     except MemoryInputError as exc:
         raise PageError(str(exc)) from None
     verb = "rewarded" if reward else "penalized"
-    return f"{verb} {change.memory_id}: utility {change.before:+.2f} → {change.after:+.2f}", view.param("next") or "/"
+    note = f"{verb} {change.memory_id}: utility {change.before:+.2f} → {change.after:+.2f}"
+    return note, local_path(view.param("next"))

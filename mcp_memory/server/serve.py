@@ -173,18 +173,25 @@ def http_options(options: ServeOptions) -> dict[str, Any]:
         hosts = options.allowed_hosts or [f"{_host_for_url(options.host)}:*"]
         run_options["transport_security"] = TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=options.allowed_origins or [])
+    elif options.host not in ("127.0.0.1", "localhost", "::1"):
+        # Another loopback address (127.x.y.z): the SDK's loopback default names only the three
+        # usual ones, so it would check nothing here; accept this address and what was given.
+        name = _host_for_url(options.host)
+        run_options["transport_security"] = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=[f"{name}:*", *(options.allowed_hosts or [])],
+            allowed_origins=[f"http://{name}:*", *(options.allowed_origins or [])])
     return run_options
 
 
 def start_dashboard(server: MCPServer, service: MemoryService, tokens: ServeTokens, options: ServeOptions,
                     run_options: dict[str, Any]) -> None:
-    """Serve the dashboard at ``/`` beside the transport, behind the same tokens; print its sign-in link."""
+    """Serve the dashboard at ``/`` beside the transport, behind the same tokens; print where (never a token)."""
     from mcp_memory.dashboard.app import register_dashboard
-    from mcp_memory.dashboard.auth import sign_in_link
+    from mcp_memory.dashboard.auth import sign_in_instructions
 
     register_dashboard(server, service, tokens, options.shared, run_options.get("transport_security"), options.host)
     host = "127.0.0.1" if options.host in ("", "0.0.0.0") else _host_for_url(options.host)
-    print(f"mcp-memory: dashboard at {sign_in_link(f'http://{host}:{options.port}', tokens)}", file=sys.stderr,
+    print(f"mcp-memory: {sign_in_instructions(f'http://{host}:{options.port}', tokens)}", file=sys.stderr,
           flush=True)
 
 
@@ -199,13 +206,24 @@ def start_bridge(settings: Settings, service: MemoryService, shared: bool) -> Br
 
 
 def run_transport(server: MCPServer, transport: str, run_options: dict[str, Any]) -> None:
-    """Serve over ``transport`` (stdio, sse or http; ``run_options`` for the last two) until it ends."""
+    """Serve over ``transport`` (stdio, sse or http; ``run_options`` for the last two) until it ends.
+
+    Over HTTP and SSE the SDK builds the app, and ``run_http`` runs it rather than
+    ``MCPServer.run``: with the security headers on every response, and an access log on
+    stderr without query strings (a token pasted into a link would be printed in full).
+    """
     if transport == "stdio":
         run_stdio(server)
-    elif transport == "sse":
-        server.run("sse", **run_options)
+        return
+    from mcp_memory.dashboard.serving import run_http
+
+    app_options = {k: v for k, v in run_options.items() if k not in ("host", "port")}
+    host = run_options.get("host", "127.0.0.1")
+    if transport == "sse":
+        app = server.sse_app(host=host, **app_options)
     else:
-        server.run("streamable-http", **run_options)
+        app = server.streamable_http_app(host=host, **app_options)
+    run_http(app, host=host, port=run_options.get("port", 8000), log_level=server.settings.log_level)
 
 
 def _host_for_url(host: str) -> str:
