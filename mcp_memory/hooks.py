@@ -28,16 +28,21 @@ so a stored ``</relevant-memories>`` is escaped whichever way the memory came. A
 does not check out is discarded and recall runs in-process. Capture replies are only logged.
 
 A hook must never break the client: whatever happens, it exits 0, prints either valid hook
-JSON or nothing, and writes what went wrong to ``<index_dir>/hooks.log``.
+JSON or nothing, and writes what went wrong to ``<index_dir>/hooks.log``. OpenClaw's hooks also
+write one line per warning or error to stderr, which the plugin passes on to the Gateway's log;
+a client gone before reading the output (killed mid-hook) costs the output, never the work.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
 import logging
 import math
+import os
+import sys
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -161,6 +166,8 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
     ``options`` are the command line's settings options, given to a warm process it starts.
     """
     _log_to_file(settings.index_dir / "hooks.log")
+    if client == "openclaw":
+        _log_to_stderr()  # the plugin passes the command's stderr on to the Gateway's log
     warm_options[:] = options or []
     started = time.perf_counter()
     try:
@@ -184,13 +191,27 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
         else:
             raise ValueError(f"unknown hook event {event!r}")
         if output:
-            stdout.write(output + "\n")
-            stdout.flush()
+            _print(stdout, output)
     except Exception:
         log.exception("hook %s %s failed", client, event)
     finally:
         log.info("hook %s %s took %.0f ms", client, event, (time.perf_counter() - started) * 1000)
     return 0
+
+
+def _print(stdout: IO[str], output: str) -> None:
+    """Print the hook's output; a client that went away meanwhile (killed mid-hook) only gets a log line."""
+    try:
+        stdout.write(output + "\n")
+        stdout.flush()
+    except (BrokenPipeError, ValueError, OSError) as exc:
+        log.warning("the client went away before reading the hook's output (%s); the work itself is done",
+                    type(exc).__name__)
+        try:  # so that the interpreter's own flush at exit does not fail again
+            devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
+            os.dup2(devnull.fileno(), stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
 
 
 def _claude_code_prompt(settings: Settings, payload: dict[str, Any]) -> str:
@@ -305,23 +326,28 @@ def finish_session(settings: Settings, request: dict[str, Any]) -> None:
 
 
 def end_session(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
-    """Capture from the transcript, then record its episode (with the ``[decision]`` facts just captured)."""
-    from mcp_memory.episodes import episode_from_transcript
+    """Capture from the transcript (or the ``messages`` a client handed over), then record its episode
+    (with the ``[decision]`` facts just captured) under ``episode_key``, else ``session_key``."""
+    from mcp_memory.episodes import episode_from_records, episode_from_transcript
 
     decisions: list[str] = []
     capture: dict[str, Any] | None = None
     try:
         captured = capture_transcript(memory, request, include_private=include_private)
-        decisions = [line.text for line in captured.captured]
+        decisions = [line.text for line in captured.captured if "[decision]" in line.text.lower()]
         capture = captured.to_dict()
     except ValueError as exc:
         log.warning("capture at session end failed: %s", loggable(str(exc)))
+    key = _text_field(request, "episode_key") or _text_field(request, "session_key") or ""
+    client = _text_field(request, "client") or "claude-code"
     path = _text_field(request, "transcript_path")
-    if not path:
-        raise BadRequest("give transcript_path")
-    episode = episode_from_transcript(Path(path).expanduser(), _text_field(request, "session_key") or "",
-                                      _text_field(request, "client") or "claude-code", decisions=[
-                                          d for d in decisions if "[decision]" in d.lower()])
+    if path:
+        episode = episode_from_transcript(Path(path).expanduser(), key, client, decisions=decisions)
+    elif isinstance(request.get("messages"), list):
+        records = [record for record in request["messages"] if isinstance(record, dict)]
+        episode = episode_from_records(records, key, client, decisions=decisions)
+    else:
+        raise BadRequest("give transcript_path or messages")
     if episode is None or not (episode.has_work() or episode.decisions):
         return {"capture": capture, "episode": None}
     return {"capture": capture, "episode": memory.record_episode(episode).path}
@@ -350,13 +376,19 @@ def rescue_before_compaction(settings: Settings, request: dict[str, Any]) -> Non
 
 
 def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
-    """Rescue from the transcript a hook names (``MemoryInputError``, a ``ValueError``, when unreadable)."""
+    """Rescue from the transcript a hook names, or the transcript records (``messages``) a client handed
+    over (``MemoryInputError``, a ``ValueError``, when unreadable)."""
     path = _text_field(request, "transcript_path")
-    if not path:
-        raise BadRequest("give transcript_path")
+    messages = request.get("messages")
+    source: Path | list[dict[str, Any]]
+    if path:
+        source = Path(path).expanduser()
+    elif isinstance(messages, list):
+        source = [record for record in messages if isinstance(record, dict)]
+    else:
+        raise BadRequest("give transcript_path or messages")
     session = _text_field(request, "session_key") or "unnamed"
-    return memory.rescue(Path(path).expanduser(), session, include_private=include_private,
-                         scope=_scope_field(request)).to_dict()
+    return memory.rescue(source, session, include_private=include_private, scope=_scope_field(request)).to_dict()
 
 
 def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> str:
@@ -479,6 +511,24 @@ def _read_payload(stdin: IO[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TypeError("hook input is not a JSON object")
     return data
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line for people: the message, and an exception's message without its traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"mcp-memory {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f": {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        return " ".join(text.split())[:2000]
+
+
+def _log_to_stderr() -> None:
+    """Warnings and errors also go to stderr, one line each (beside the full record in hooks.log)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_OneLine())
+    logging.getLogger("mcp_memory").addHandler(handler)
 
 
 def _log_to_file(path: Path) -> None:

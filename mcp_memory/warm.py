@@ -48,9 +48,13 @@ def settings_digest(settings: Settings) -> str:
     with the same (after an upgrade, the new version starts its own; the old one idles out).
 
     The ``[scopes]`` settings are each client's own (its default scope travels with its stream
-    request or hook request), so clients of different scopes share one warm process."""
+    request or hook request), so clients of different scopes share one warm process. The ``[warm]``
+    settings say how the process itself lives (idle time, client limit), not what it serves: a
+    server and a hook started with different environments (an MCP client gives its servers a
+    minimal one) still share one warm process, whichever of them started it."""
     values = dataclasses.asdict(settings)
-    values.pop("scopes", None)
+    for own in ("scopes", "warm"):
+        values.pop(own, None)
     data = json.dumps([__version__, values], sort_keys=True, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:24]
 
