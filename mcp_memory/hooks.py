@@ -44,6 +44,7 @@ import math
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -96,7 +97,8 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
     if op == "recall":
         prompt = _text_field(request, "prompt") or ""
         hits = memory.recall_hits(prompt, session_key=_text_field(request, "session_key"),
-                                  include_private=include_private, scopes=read_filter(None, _scope_field(request)))
+                                  include_private=include_private, scopes=read_filter(None, _scope_field(request)),
+                                  prompt_id=_text_field(request, "prompt_id"))
         return {"memories": [hit.to_dict() for hit in hits]}
     if op == "capture":
         return capture_transcript(memory, request, include_private=include_private).to_dict()
@@ -230,7 +232,10 @@ def recall_context(settings: Settings, prompt: str, session: str | None, scope: 
     running server, else from keywords here."""
     if len(prompt.strip()) < settings.recall.min_prompt_chars:
         return ""
-    request = {"op": "recall", "prompt": prompt, "session_key": session, "scope": scope}
+    # One id for this prompt: if the warm process answers only after this hook stopped waiting,
+    # its answer and the one made here count as one turn (see Ledger.next_turn).
+    prompt_id = uuid.uuid4().hex
+    request = {"op": "recall", "prompt": prompt, "session_key": session, "scope": scope, "prompt_id": prompt_id}
     reply = ask_warm(settings, request, RECALL_TIMEOUT)
     hits = _recalled(reply) if reply is not None else None
     if hits is not None:
@@ -240,7 +245,7 @@ def recall_context(settings: Settings, prompt: str, session: str | None, scope: 
         from mcp_memory.memory import Memory
 
         context = Memory(settings).recall(prompt, session_key=session, keywords_only=True,
-                                          scopes=read_filter(None, scope))
+                                          scopes=read_filter(None, scope), prompt_id=prompt_id)
         log.info("recall answered in-process from keywords (%d characters)", len(context))
     return context
 

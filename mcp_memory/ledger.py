@@ -14,6 +14,7 @@ repeated recall (duplicates are still caught by the similarity check on capture)
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -32,6 +33,12 @@ class Ledger:
             "CREATE TABLE IF NOT EXISTS recalls (session TEXT, turn INTEGER, memory TEXT, at REAL)"
         )
         self._conn.execute("CREATE INDEX IF NOT EXISTS recalls_by_session ON recalls (session, turn)")
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(sessions)")}
+        if "prompt_id" not in columns:  # a ledger written by an earlier version
+            try:
+                self._conn.execute("ALTER TABLE sessions ADD COLUMN prompt_id TEXT")
+            except sqlite3.OperationalError:
+                pass  # another process added it meanwhile
         self._lock = threading.Lock()
         self._prune()
 
@@ -52,16 +59,25 @@ class Ledger:
             self._conn.execute("DELETE FROM captures WHERE key = ?", (key,))
 
     # ----- recall repetition ---------------------------------------------------------------
-    def next_turn(self, session: str) -> int:
-        """Advance and return the session's turn number (1 for its first recall)."""
+    def next_turn(self, session: str, prompt_id: str | None = None) -> int:
+        """Advance and return the session's turn number (1 for its first recall).
+
+        A ``prompt_id`` names one prompt: asked again (a hook that stopped waiting for the warm
+        process and recalls on its own), the turn is the same one, and what the first answer
+        recorded for it is forgotten, so the second answer is not told it was shown already.
+        """
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                row = self._conn.execute("SELECT turn FROM sessions WHERE session = ?", (session,)).fetchone()
-                turn = (row[0] if row else 0) + 1
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO sessions (session, turn, at) VALUES (?, ?, ?)", (session, turn, time.time())
-                )
+                row = self._conn.execute("SELECT turn, prompt_id FROM sessions WHERE session = ?",
+                                         (session,)).fetchone()
+                if row is not None and prompt_id and row[1] == prompt_id:
+                    turn = int(row[0])
+                    self._conn.execute("DELETE FROM recalls WHERE session = ? AND turn = ?", (session, turn))
+                else:
+                    turn = (row[0] if row else 0) + 1
+                    self._conn.execute("INSERT OR REPLACE INTO sessions (session, turn, at, prompt_id) "
+                                       "VALUES (?, ?, ?, ?)", (session, turn, time.time(), prompt_id or None))
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")

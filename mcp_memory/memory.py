@@ -301,21 +301,22 @@ class Memory:
     # ----- recall --------------------------------------------------------------------------
     def recall(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-               include_private: bool = True, scopes: ScopeFilter | None = None) -> str:
+               include_private: bool = True, scopes: ScopeFilter | None = None, prompt_id: str | None = None) -> str:
         """The ``<relevant-memories>`` block for a prompt, or "" when nothing relevant is found.
 
         ``scopes``: from these scopes and the global memory only (None: every file)."""
         budget = self.settings.recall.budget_chars if budget_chars is None else max(100, int(budget_chars))
         hits = self.recall_hits(prompt, session_key, max_items, budget, min_score, keywords_only, include_private,
-                                scopes)
+                                scopes, prompt_id)
         return format_recall(hits, budget)
 
     def recall_hits(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                     budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-                    include_private: bool = True, scopes: ScopeFilter | None = None) -> list[SearchHit]:
+                    include_private: bool = True, scopes: ScopeFilter | None = None,
+                    prompt_id: str | None = None) -> list[SearchHit]:
         """The memories ``recall`` shows for a prompt, in order (see ``recaller.py``)."""
         hits = self.recaller.recall_hits(prompt, session_key, max_items, budget_chars, min_score, keywords_only,
-                                         include_private, scopes)
+                                         include_private, scopes, prompt_id)
         self.recall_log.record(prompt, session_key, hits, include_private)
         return hits
 

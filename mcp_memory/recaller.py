@@ -42,10 +42,12 @@ class Recaller:
 
     def recall_hits(self, prompt: str, session_key: str | None = None, max_items: int | None = None,
                     budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
-                    include_private: bool = True, scopes: ScopeFilter | None = None) -> list[SearchHit]:
+                    include_private: bool = True, scopes: ScopeFilter | None = None,
+                    prompt_id: str | None = None) -> list[SearchHit]:
         """The memories ``recall`` shows for a prompt (within the budget), in order; [] when none.
 
         ``scopes``: memories of these scopes and the global memory only (None: every file).
+        ``prompt_id``: names the prompt, so a second answer to it counts as the same turn.
 
         ``keywords_only`` answers from the keyword index and the files alone: the path a hook
         takes when no server is running to answer it. With a ``session_key``, memories injected
@@ -69,7 +71,7 @@ class Recaller:
         hits = focus(hits, prompt, self.engine.naming)
         session = clean_key(session_key)
         ledger = self._ledger()
-        turn = ledger.next_turn(session) if session else 0
+        turn = ledger.next_turn(session, prompt_id) if session else 0
         if turn == 1 and r.primer_items and not keywords_only:
             hits = self._standing_rules(prompt, candidates, hits, r.primer_items) + hits
         if session and r.repeat_turns > 0:

@@ -130,3 +130,14 @@ async def test_recall_over_mcp_shows_the_matched_bullet(memory: Memory, settings
         close_server(service)
     assert [source for source, _ in _memories(block)][:1] == [f"{DAILY}#L7-L7"], block
     assert "PostgreSQL" not in block and "WeasyPrint" not in block
+
+
+def test_a_second_answer_to_one_prompt_is_the_same_turn(memory: Memory, settings: Settings) -> None:
+    """A hook that stopped waiting for the warm process recalls on its own: the warm process's late
+    answer to the same prompt must not make the hook's answer think the memories were shown."""
+    prompt = "Which database does the billing service use?"
+    late = memory.recall(prompt, session_key="cold", prompt_id="p1")  # the warm process, too late
+    assert "PostgreSQL 16" in late
+    own = Memory(settings).recall(prompt, session_key="cold", keywords_only=True, prompt_id="p1")
+    assert "PostgreSQL 16" in own, own
+    assert Memory(settings).recall(prompt, session_key="cold", keywords_only=True, prompt_id="p2") == ""
