@@ -94,7 +94,9 @@ def _word_scores(units: list[LocatedMemory], terms: set[str]) -> list[float]:
 
 def _as_hit(hit: SearchHit, unit: LocatedMemory) -> SearchHit:
     text = "\n".join(line.strip() for line in without_marks(unit.text).split("\n") if line.strip())
-    return replace(hit, start_line=unit.start_line, end_line=unit.end_line, snippet=text, id=unit.id or hit.id)
+    # The hit is this memory now: its chunk range too (a hook receives it over the bridge as such).
+    return replace(hit, start_line=unit.start_line, end_line=unit.end_line, chunk_start_line=unit.start_line,
+                   chunk_end_line=unit.end_line, snippet=text, id=unit.id or hit.id)
 
 
 def _terms(text: str) -> set[str]:
