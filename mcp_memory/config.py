@@ -431,6 +431,16 @@ def _parse_string(current: Any, raw: str) -> Any:
 
 
 def _validate(s: Settings) -> None:
+    """Refuse settings that cannot work, naming the key (``ConfigError``); section by section."""
+    _check_embedding_and_chunking(s)
+    _check_search(s)
+    _check_capture_and_recall(s)
+    _check_rerank_sessions_sleep(s)
+    _check_rest(s)
+
+
+def _check_embedding_and_chunking(s: Settings) -> None:
+    """[embedding] and [chunking]."""
     if s.embedding.provider not in {"local", "e5", "openai", "none"}:
         raise ConfigError(
             f"embedding.provider must be one of local, e5, openai, none; got {s.embedding.provider!r}"
@@ -443,6 +453,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError("chunking.tokens must be at least 16")
     if not 0 <= s.chunking.overlap < s.chunking.tokens:
         raise ConfigError("chunking.overlap must be between 0 and chunking.tokens - 1")
+
+
+def _check_search(s: Settings) -> None:
+    """[search] and [warm]."""
     if s.search.max_results < 1:
         raise ConfigError("search.max_results must be at least 1")
     if s.warm.idle_minutes <= 0 or s.warm.max_clients < 1:
@@ -455,6 +469,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError("search.half_life_days must be positive")
     if not 0.0 <= s.search.mmr_lambda <= 1.0:
         raise ConfigError("search.mmr_lambda must be between 0 and 1")
+
+
+def _check_capture_and_recall(s: Settings) -> None:
+    """[capture] and [recall]."""
     if not 0.0 < s.capture.dedupe_threshold <= 1.0:
         raise ConfigError("capture.dedupe_threshold must be in (0, 1]")
     if s.capture.extractor not in {"auto", "rules", "llm", "sampling"}:
@@ -470,6 +488,10 @@ def _validate(s: Settings) -> None:
         raise ConfigError("recall.max_items must be at least 1 and recall.budget_chars at least 100")
     if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0 or s.recall.primer_items < 0:
         raise ConfigError("recall.min_prompt_chars, recall.repeat_turns and recall.primer_items must not be negative")
+
+
+def _check_rerank_sessions_sleep(s: Settings) -> None:
+    """[rerank], [sessions] and [sleep]."""
     if s.rerank.provider not in {"local", "http", "llm"}:
         raise ConfigError(f"rerank.provider must be one of local, http, llm; got {s.rerank.provider!r}")
     if s.rerank.provider == "http" and not s.rerank.base_url:
@@ -486,6 +508,10 @@ def _validate(s: Settings) -> None:
     if s.sleep.interval_hours < 0 or s.sleep.quiet_minutes < 0 or s.sleep.log_days < 1 or s.sleep.stale_chain_days < 1:
         raise ConfigError("sleep.interval_hours and sleep.quiet_minutes must not be negative, sleep.log_days and "
                           "sleep.stale_chain_days at least 1")
+
+
+def _check_rest(s: Settings) -> None:
+    """[utility], [rules], [sync], [scopes], [storage], index_path, [episodes] and the search weights."""
     if not 0 <= s.utility.weight <= 1 or s.utility.half_life_days <= 0:
         raise ConfigError("utility.weight must be between 0 and 1 and utility.half_life_days positive")
     if not 0 < s.rules.min_weight <= 1000:

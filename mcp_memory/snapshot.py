@@ -156,13 +156,7 @@ class SearchSnapshot:
         has_vector = np.concatenate([self.has_vector[keep], new_has_vector])
         blocks = self._blocks_after(keep, new_blocks)
 
-        new_row = np.cumsum(keep) - 1  # where each kept row lands
-        terms = {int(new_row[row]): found for row, found in dict(self.terms).items() if keep[row]}
-        hidden = {}
-        for rules, mask in dict(self.hidden).items():
-            private = {p: rules.is_private(p) for p in set(new_paths)}
-            hidden[rules] = np.concatenate([mask[keep], np.array([private[p] for p in new_paths], bool)])
-
+        terms, hidden = self._caches_after(keep, new_paths)
         return SearchSnapshot(
             ids=ids,
             paths=kept_paths,
@@ -177,6 +171,17 @@ class SearchSnapshot:
             terms=terms,
             hidden=hidden,
         )
+
+    def _caches_after(self, keep: np.ndarray,
+                      new_paths: list[str]) -> tuple[dict[int, frozenset[str]], dict[PrivacyRules, np.ndarray]]:
+        """The term and privacy caches of the kept rows at their new places, and the new rows' privacy."""
+        new_row = np.cumsum(keep) - 1  # where each kept row lands
+        terms = {int(new_row[row]): found for row, found in dict(self.terms).items() if keep[row]}
+        hidden = {}
+        for rules, mask in dict(self.hidden).items():
+            private = {p: rules.is_private(p) for p in set(new_paths)}
+            hidden[rules] = np.concatenate([mask[keep], np.array([private[p] for p in new_paths], bool)])
+        return terms, hidden
 
     def _blocks_after(self, keep: np.ndarray, new_blocks: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """The vector blocks ``replace_paths`` makes: this one's kept rows in order, then ``new_blocks``.
