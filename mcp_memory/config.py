@@ -1,7 +1,7 @@
 """Settings: documented defaults, overridden by a TOML file, then the environment, then flags.
 
-Every setting lives in one of the dataclasses below. The README's configuration table lists
-the same names and defaults; ``mcp-memory status`` prints the values in effect.
+Every setting lives in one of the dataclasses below. docs/configuration.md lists the same
+names and defaults; ``mcp-memory status`` prints the values in effect.
 
 Sources, lowest precedence first:
 
