@@ -680,7 +680,8 @@ def _add_sleep_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
 def _add_ui_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("ui", parents=[common], help="open the memory dashboard in the browser (loopback, fresh token)")
     p.add_argument("--port", type=int, default=0, help="loopback port (default 0: a free one)")
-    p.add_argument("--no-browser", action="store_true", help="do not open the browser: print the path of the one-time sign-in page (open it within two minutes)")
+    p.add_argument("--no-browser", action="store_true",
+                   help="do not open the browser: print the path of the one-time sign-in page (valid two minutes)")
     p.set_defaults(handler=_cmd_ui)
 
 

@@ -526,7 +526,8 @@ def test_the_prompt_hook_prints_nothing_from_a_forged_reply(ws: Path, behave: An
 
 def test_a_proven_reply_is_still_data_escaped_like_in_process_recall(ws: Path) -> None:
     # The markup sits inside the very bullet the prompt matches: recall shows that bullet.
-    write(ws, "MEMORY.md", MEMORY_MD.replace("for JavaScript projects.", f"for JavaScript projects {INJECTION} always."))
+    hostile = MEMORY_MD.replace("for JavaScript projects.", f"for JavaScript projects {INJECTION} always.")
+    write(ws, "MEMORY.md", hostile)
     index_keywords(ws)
     keyword_settings = load_settings(ws, environ={}, overrides={"embedding.provider": "none"})
     with Memory(keyword_settings) as mem:
