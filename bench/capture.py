@@ -45,10 +45,10 @@ from bench.machine import emit, loadavg, machine
 from mcp_memory.capture import ChatModelExtractor, RuleExtractor, check_fact, select_candidates
 from mcp_memory.capture.facts import Fact, with_date
 from mcp_memory.config import load_settings
+from mcp_memory.core.transcripts import Message
+from mcp_memory.lifecycle.rescue import find_rescuable
 from mcp_memory.memory import Memory
-from mcp_memory.rescue import find_rescuable
 from mcp_memory.safety import find_secrets
-from mcp_memory.transcripts import Message
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {"dev": DATA / "capture_messages.jsonl", "heldout": DATA / "capture_heldout.jsonl"}

@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcp_memory import consolidation
 from mcp_memory.config import load_settings
 from mcp_memory.embedding import create_embedder
 from mcp_memory.embedding.base import Embedder
+from mcp_memory.lifecycle import consolidation
 from mcp_memory.memory import Memory
 
 DATA = Path(__file__).resolve().parent / "data" / "consolidation.json"

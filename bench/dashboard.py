@@ -37,13 +37,13 @@ from starlette.testclient import TestClient
 from conftest import HashEmbedder
 from machine import emit, loadavg, machine
 from mcp_memory.config import load_settings
+from mcp_memory.core.hits import MemoryLine
 from mcp_memory.dashboard.app import dashboard_app
 from mcp_memory.dashboard.auth import Tokens
-from mcp_memory.episodes import Episode, MemoryRef
-from mcp_memory.hits import MemoryLine
+from mcp_memory.experience.episodes import Episode, MemoryRef
 from mcp_memory.memory import Memory
-from mcp_memory.service import MemoryService
-from mcp_memory.write_log import SkippedText, WriteEvent
+from mcp_memory.runtime.service import MemoryService
+from mcp_memory.writes.write_log import SkippedText, WriteEvent
 
 BUDGET_MS = 200.0
 FULL, SHARED = "bench-full-token-0123456789", "bench-shared-token-0123456789"

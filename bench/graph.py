@@ -35,10 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcp_memory import experience
 from mcp_memory.config import load_settings
 from mcp_memory.embedding.base import Embedder
-from mcp_memory.experience import _letters, best_duplicate
+from mcp_memory.experience import graph as experience
+from mcp_memory.experience.graph import _letters, best_duplicate
 from mcp_memory.memory import Memory
 
 DATA = Path(__file__).resolve().parent / "data" / "chains.json"

@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import emit, loadavg, machine, percentile
 from bench.warmproc import stop_warm, wait_until_no_warm, warm_pids
-from mcp_memory.bridge import call_bridge
 from mcp_memory.config import load_settings
-from mcp_memory.warm import settings_digest
+from mcp_memory.runtime.bridge import call_bridge
+from mcp_memory.runtime.warm import settings_digest
 
 TOPICS = ["deploy", "database", "billing", "frontend", "hiring", "travel", "garden", "budget", "kids", "health"]
 PROMPTS = ["which package manager do we use for the web app?", "help me set up a new Node.js project",

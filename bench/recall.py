@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import emit, loadavg, machine
 from mcp_memory.config import load_settings
+from mcp_memory.core.recall import fit_to_budget, is_relevant
 from mcp_memory.memory import Memory
-from mcp_memory.recall import fit_to_budget, is_relevant
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_cases.json"
 FLOORS = {"local": [0.18, 0.20, 0.22, 0.25], "e5": [0.84, 0.86, 0.88]}

@@ -29,12 +29,12 @@ import uvicorn
 
 from conftest import HashEmbedder
 from mcp_memory.config import load_settings
+from mcp_memory.core.transcripts import Message
 from mcp_memory.dashboard.app import dashboard_app
 from mcp_memory.dashboard.auth import Tokens
-from mcp_memory.episodes import Episode, MemoryRef
+from mcp_memory.experience.episodes import Episode, MemoryRef
 from mcp_memory.memory import Memory
-from mcp_memory.service import MemoryService
-from mcp_memory.transcripts import Message
+from mcp_memory.runtime.service import MemoryService
 
 TOKEN = "screenshot-token-0123456789abcdef"
 PAGES = [  # (file name, path, full page)

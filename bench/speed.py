@@ -62,12 +62,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import emit, loadavg, machine
-from mcp_memory.chunking import chunk_markdown, estimate_tokens
 from mcp_memory.config import load_settings
+from mcp_memory.core.chunking import chunk_markdown, estimate_tokens
+from mcp_memory.core.workspace import Workspace, file_date, read_text
 from mcp_memory.embedding import create_embedder, normalize
 from mcp_memory.embedding.cache import EmbeddingCache, cache_key
 from mcp_memory.memory import Memory
-from mcp_memory.workspace import Workspace, file_date, read_text
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 BUILD_VERSION = 1  # bump when the generated workspace changes

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_memory.bridge import BRIDGE_DIRNAME, bridge_infos, owner_state, process_identity
 from mcp_memory.config import INDEX_DIRNAME
-from mcp_memory.warm import WARM_ROLE
+from mcp_memory.runtime.bridge import BRIDGE_DIRNAME, bridge_infos, owner_state, process_identity
+from mcp_memory.runtime.warm import WARM_ROLE
 
 POLL_S = 0.05
 

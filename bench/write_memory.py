@@ -34,7 +34,7 @@ import numpy as np
 
 component, tuned, count = sys.argv[1], sys.argv[2] == "tuned", int(sys.argv[3])
 if tuned:
-    from mcp_memory.allocators import tune_for_long_running
+    from mcp_memory.runtime.allocators import tune_for_long_running
     tune_for_long_running()
 
 def anonymous_mb():
@@ -57,7 +57,7 @@ if component == "keywords":
         if i % 50 == 0 or i == count - 1:
             marks.append((i + 1, anonymous_mb()))
 else:
-    from mcp_memory.chunking import chunk_markdown
+    from mcp_memory.core.chunking import chunk_markdown
     from mcp_memory.index.vectors import VectorStore
     store = VectorStore(str(folder / "vectors"), 64)
     text = "\n".join(f"line {j} of a note about the project and its people" for j in range(40))

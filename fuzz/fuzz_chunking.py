@@ -14,7 +14,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from mcp_memory.chunking import chunk_markdown
+    from mcp_memory.core.chunking import chunk_markdown
 
 
 def check(text: str, tokens: int, overlap: int) -> None:

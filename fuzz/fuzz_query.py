@@ -18,7 +18,7 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from mcp_memory.analysis import keyword_tokens
+    from mcp_memory.core.analysis import keyword_tokens
     from mcp_memory.index.keywords import KeywordIndex
 
 _NOTES = [

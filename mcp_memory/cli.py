@@ -14,9 +14,9 @@ from typing import Any, TypeAlias
 
 from mcp_memory import __version__
 from mcp_memory.config import ConfigError, Settings, load_settings
+from mcp_memory.core.hits import SearchAnswer, SearchHit
+from mcp_memory.core.scopes import ScopeError, ScopeFilter, read_filter, write_scope
 from mcp_memory.errors import SearchError
-from mcp_memory.hits import SearchAnswer, SearchHit
-from mcp_memory.scopes import ScopeError, ScopeFilter, read_filter, write_scope
 
 log = logging.getLogger("mcp_memory")
 
@@ -63,7 +63,7 @@ def _main_hook(argv: list[str]) -> int:
     import contextlib
     import io
 
-    from mcp_memory.hooks import log_hook_failure
+    from mcp_memory.clients.hooks import log_hook_failure
 
     usage = io.StringIO()
     try:
@@ -104,8 +104,8 @@ def _cmd_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.core.requests import SearchRequest
     from mcp_memory.memory import Memory
-    from mcp_memory.requests import SearchRequest
 
     with Memory(settings) as memory:
         memory.sync()
@@ -233,8 +233,8 @@ def _cmd_sleep(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_git_sync(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.git_sync import GitSyncError
     from mcp_memory.memory import Memory
+    from mcp_memory.team.git_sync import GitSyncError
 
     memory = Memory(settings)  # not opened: the index is opened only when something was pulled
     try:
@@ -275,7 +275,7 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         if not args.no_sync:
             memory.sync()
         status = memory.status()
-    from mcp_memory.warm import describe_processes, serving_processes
+    from mcp_memory.runtime.warm import describe_processes, serving_processes
 
     processes = serving_processes(settings)
     if args.json:
@@ -322,7 +322,7 @@ def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         else:
             before = after = memory.doctor()
         rule_warnings = memory.pinned_rules().warnings
-    from mcp_memory.warm import describe_processes, serving_processes
+    from mcp_memory.runtime.warm import describe_processes, serving_processes
 
     processes = serving_processes(settings)
     if args.json:
@@ -366,8 +366,8 @@ def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_memory.core.transcripts import TranscriptError, messages_from_json, read_transcript
     from mcp_memory.memory import Memory
-    from mcp_memory.transcripts import TranscriptError, messages_from_json, read_transcript
 
     last = settings.capture.max_messages
     try:
@@ -397,8 +397,8 @@ def _cmd_capture(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.hooks import run_hook
-    from mcp_memory.warm import command_line_options
+    from mcp_memory.clients.hooks import run_hook
+    from mcp_memory.runtime.warm import command_line_options
 
     if getattr(args, "scope", None):
         settings.scopes.default = args.scope  # checked where the hook uses it: a hook never fails loudly
@@ -410,8 +410,8 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     scope = _written(settings, args)
     if args.transport == "stdio" and settings.warm.enabled and not args.no_bridge:
         # A thin front to the workspace's warm process: no SDK, no index, no model here.
-        from mcp_memory.front import Front, FrontError
-        from mcp_memory.warm import command_line_options
+        from mcp_memory.runtime.front import Front, FrontError
+        from mcp_memory.runtime.warm import command_line_options
 
         warm_options = command_line_options(_overrides(args), getattr(args, "config", None))
         front = Front(settings, warm_options, shared=args.shared, scope=scope)
@@ -422,7 +422,7 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         else:
             return front.run()
     # Lazy, as for every command: the server imports the MCP SDK (about a second) that others never need.
-    from mcp_memory.server.serve import ServeError, ServeOptions, serve
+    from mcp_memory.processes.serve import ServeError, ServeOptions, serve
 
     options = ServeOptions(
         transport=args.transport, host=args.host, port=args.port, token=args.token,
@@ -447,7 +447,7 @@ def _cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_memory.warm_server import WarmProcess
+    from mcp_memory.processes.warm_server import WarmProcess
 
     if not getattr(args, "verbose", 0):
         logging.getLogger("mcp_memory").setLevel(logging.INFO)  # its stderr is <index_dir>/warm.log
@@ -483,7 +483,7 @@ class _ProgressBars:
 
 
 def _searched(settings: Settings, args: argparse.Namespace) -> ScopeFilter:
-    """The scopes a search or recall covers: ``--scope``, else ``[scopes] default`` (see ``scopes.py``)."""
+    """The scopes a search or recall covers: ``--scope``, else ``[scopes] default`` (see ``core/scopes.py``)."""
     try:
         return read_filter(getattr(args, "scope", None), settings.scopes.default or None)
     except ScopeError as exc:

@@ -123,7 +123,7 @@ class RerankSettings:
     retries: int = 1  # further attempts after a failed request
     candidates: int = 30  # how many first-stage hits the reranker reads
     # The local reranker also reads how close the query is to each candidate's best line, by
-    # multilingual-e5 vectors of memory lines (line_vectors.py). They are embedded in the
+    # multilingual-e5 vectors of memory lines (index/line_vectors.py). They are embedded in the
     # background after the chunk vectors (about 30 ms a line on a 2-core CPU), newest files
     # first, at most line_vector_limit lines, and never leave this machine.
     line_vectors: bool = True
@@ -520,7 +520,7 @@ def _check_rest(s: Settings) -> None:
         raise ConfigError("sync.interval_minutes must not be negative, sync.timeout_seconds must be positive "
                           "and sync.remote must not be empty")
     if s.scopes.default.strip():
-        from mcp_memory.scopes import ScopeError, check_name
+        from mcp_memory.core.scopes import ScopeError, check_name
 
         try:
             s.scopes.default = check_name(s.scopes.default)

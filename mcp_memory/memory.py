@@ -3,25 +3,26 @@
 It wires the parts of one workspace and delegates to them; each concern lives in a module of
 its own:
 
-* ``engine.py``: the derived index, opened lazily, searched, synced, rebuilt when unreadable;
-* ``reading.py``: lines of a file and the list of files, as a caller may see them;
-* ``health.py``: status, doctor and repair;
-* ``similarity.py``: duplicate checks and line ranking;
-* ``edits.py``: store (with group commit) and forget;
-* ``capture_flow.py``: from a conversation to captured bullets;
-* ``recaller.py``: which memories to show before a prompt (``recall.py`` formats them);
-* ``precision.py``: precision search (first stage, then a ``Reranker`` from ``rerank/``);
-* ``line_vectors.py``: multilingual-e5 vectors of memory lines that the local reranker reads;
-* ``deep.py``: deep search (a second hop through the concepts of the first hits);
-* ``feedback.py``: reward and penalize memories by id (``utility.py`` keeps what they learn);
-* ``episodes.py``: one markdown record per session, merged from the server's and the hook's view;
-* ``sleep.py``: the daily upkeep (consolidation, decay, graph upkeep, logs, a note);
-* ``experience.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
-* ``rescue.py``: what a compaction would lose, written to today's file once per compaction.
-* ``git_sync.py``: the notes committed, merged with other machines' and pushed through git.
-* ``line_edits.py``: one line of a file replaced in place (the dashboard's edit action);
-* ``write_log.py`` and ``recall_log.py``: what each store, capture and recall did (the dashboard's history).
-* ``scopes.py``: memories of a project or agent in ``memory/scopes/<name>/``; searches cover a scope plus global.
+* ``index/engine.py``: the derived index, opened lazily, searched, synced, rebuilt when unreadable;
+* ``core/reading.py``: lines of a file and the list of files, as a caller may see them;
+* ``lifecycle/health.py``: status, doctor and repair;
+* ``index/similarity.py``: duplicate checks and line ranking;
+* ``writes/edits.py``: store (with group commit) and forget;
+* ``writes/capture_flow.py``: from a conversation to captured bullets;
+* ``search/recaller.py``: which memories to show before a prompt (``core/recall.py`` formats them);
+* ``search/precision.py``: precision search (first stage, then a ``Reranker`` from ``search/rerank/``);
+* ``index/line_vectors.py``: multilingual-e5 vectors of memory lines that the local reranker reads;
+* ``search/deep.py``: deep search (a second hop through the concepts of the first hits);
+* ``experience/feedback.py``: reward and penalize memories by id (``core/utility.py`` keeps what they learn);
+* ``experience/episodes.py``: one markdown record per session, merged from the server's and the hook's view;
+* ``lifecycle/sleep.py``: the daily upkeep (consolidation, decay, graph upkeep, logs, a note);
+* ``experience/graph.py``: cause → action → effect chains in ``memory/experience.md``, deduplicated.
+* ``lifecycle/rescue.py``: what a compaction would lose, written to today's file once per compaction.
+* ``team/git_sync.py``: the notes committed, merged with other machines' and pushed through git.
+* ``writes/line_edits.py``: one line of a file replaced in place (the dashboard's edit action);
+* ``writes/write_log.py`` and ``writes/recall_log.py``: what each store, capture and recall did (the dashboard's
+  history).
+* ``core/scopes.py``: memories of a project or agent in ``memory/scopes/<name>/``; searches cover a scope plus global.
 
 A new feature is a module of its own plus a line here. Constructing a ``Memory`` is instant;
 the first call that needs the index pays for the slow imports.
@@ -37,41 +38,41 @@ from dataclasses import replace
 from typing import Any
 
 from mcp_memory.capture import Extractor
-from mcp_memory.capture_flow import CaptureFlow, CaptureResult
 from mcp_memory.config import Settings
-from mcp_memory.deep import DeepSearch
-from mcp_memory.edits import Editor, ForgetResult, StoreResult
-from mcp_memory.engine import CONFIGURED, Engine
-from mcp_memory.episodes import Episode, EpisodeLog
+from mcp_memory.core.hits import MemoryLine, SearchAnswer, SearchHit
+from mcp_memory.core.ledger import Ledger
+from mcp_memory.core.memory_ids import is_memory_id
+from mcp_memory.core.memory_lookup import LocatedMemory
+from mcp_memory.core.reading import FileInfo, FileLines, Reader
+from mcp_memory.core.recall import format_recall
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.scopes import ScopeFilter
+from mcp_memory.core.transcripts import Message
+from mcp_memory.core.utility import UTILITY_FILE, DecayReport, UtilityChange, UtilityStore
+from mcp_memory.core.workspace import Workspace
 from mcp_memory.errors import MemoryInputError, PathError, SearchError, WorkspaceGone
-from mcp_memory.experience import Chain, ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
-from mcp_memory.feedback import Feedback
-from mcp_memory.git_sync import GitSyncReport, sync_workspace
-from mcp_memory.health import StatusReport, doctor, repair, status_report
-from mcp_memory.hits import MemoryLine, SearchAnswer, SearchHit
+from mcp_memory.experience.episodes import Episode, EpisodeLog
+from mcp_memory.experience.feedback import Feedback
+from mcp_memory.experience.graph import Chain, ChainMatch, ExperienceGraph, GraphAddResult, GraphSummary
 from mcp_memory.index.doctor import DoctorReport
+from mcp_memory.index.engine import CONFIGURED, Engine
+from mcp_memory.index.line_vectors import LineVectors, line_vectors_for
+from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.sync import Progress, SyncReport
-from mcp_memory.ledger import Ledger
-from mcp_memory.line_edits import LineEditor
-from mcp_memory.line_vectors import LineVectors, line_vectors_for
-from mcp_memory.memory_ids import is_memory_id
-from mcp_memory.memory_lookup import LocatedMemory
-from mcp_memory.precision import PrecisionSearch
-from mcp_memory.reading import FileInfo, FileLines, Reader
-from mcp_memory.recall import format_recall
-from mcp_memory.recall_log import RecallEvent, RecallLog
-from mcp_memory.recaller import Recaller
-from mcp_memory.requests import SearchRequest
-from mcp_memory.rerank import Reranker, Rerankers
-from mcp_memory.rescue import LastRescue, Rescuer, RescueResult
-from mcp_memory.rules import RulePinning, RulesReport
-from mcp_memory.scopes import ScopeFilter
-from mcp_memory.similarity import Similarity
-from mcp_memory.sleep import SleepCycle, SleepReport
-from mcp_memory.transcripts import Message
-from mcp_memory.utility import UTILITY_FILE, DecayReport, UtilityChange, UtilityStore
-from mcp_memory.workspace import Workspace
-from mcp_memory.write_log import WriteEvent, WriteLog, capture_event, store_event
+from mcp_memory.lifecycle.health import StatusReport, doctor, repair, status_report
+from mcp_memory.lifecycle.rescue import LastRescue, Rescuer, RescueResult
+from mcp_memory.lifecycle.rules import RulePinning, RulesReport
+from mcp_memory.lifecycle.sleep import SleepCycle, SleepReport
+from mcp_memory.search.deep import DeepSearch
+from mcp_memory.search.precision import PrecisionSearch
+from mcp_memory.search.recaller import Recaller
+from mcp_memory.search.rerank import Reranker, Rerankers
+from mcp_memory.team.git_sync import GitSyncReport, sync_workspace
+from mcp_memory.writes.capture_flow import CaptureFlow, CaptureResult
+from mcp_memory.writes.edits import Editor, ForgetResult, StoreResult
+from mcp_memory.writes.line_edits import LineEditor
+from mcp_memory.writes.recall_log import RecallEvent, RecallLog
+from mcp_memory.writes.write_log import WriteEvent, WriteLog, capture_event, store_event
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,8 @@ class Memory:
         return report
 
     def git_sync(self) -> GitSyncReport:
-        """Commit the memory files, merge the remote's, push; the index takes in what was pulled (``git_sync.py``)."""
+        """Commit the memory files, merge the remote's, push; the index takes in what was pulled
+        (``team/git_sync.py``)."""
         return sync_workspace(self.settings, files_lock=self.workspace.locked(),
                               reindex=lambda paths: self.sync(only=paths))
 
@@ -180,7 +182,7 @@ class Memory:
         return done
 
     def fill_line_vectors(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> int:
-        """Embed the memory lines precision search reads (``line_vectors.py``); how many were embedded."""
+        """Embed the memory lines precision search reads (``index/line_vectors.py``); how many were embedded."""
         if self.line_vectors is None:
             return 0
         try:
@@ -208,7 +210,7 @@ class Memory:
     def search(self, request: SearchRequest | str, **options: Any) -> list[SearchHit]:
         """Ranked hits for a ``SearchRequest`` (or a query and ``SearchRequest.of`` options).
 
-        See ``search.py`` for how hits are scored. ``include_private=False`` leaves out the
+        See ``index/hybrid.py`` for how hits are scored. ``include_private=False`` leaves out the
         files of ``privacy.private_paths``.
         """
         if not isinstance(request, SearchRequest):
@@ -223,7 +225,7 @@ class Memory:
         return self.precision.search(request, reranker)
 
     def deep_search(self, request: SearchRequest | str, **options: Any) -> SearchAnswer:
-        """Hits of the query and of the concepts its first hits name (see ``deep.py``)."""
+        """Hits of the query and of the concepts its first hits name (see ``search/deep.py``)."""
         if not isinstance(request, SearchRequest):
             request = SearchRequest.of(request, **options)
         return self.deep.search(request)
@@ -263,9 +265,9 @@ class Memory:
     # ----- writing -------------------------------------------------------------------------
     def store(self, text: str, category: str | None = None, evergreen: bool = False, today: dt.date | None = None,
               include_private: bool = True, scope: str | None = None) -> StoreResult:
-        """Append one durable memory as a bullet to today's daily file (or MEMORY.md); see ``edits.py``.
+        """Append one durable memory as a bullet to today's daily file (or MEMORY.md); see ``writes/edits.py``.
 
-        ``scope``: into that scope's files (``scopes.py``); None: the global ones."""
+        ``scope``: into that scope's files (``core/scopes.py``); None: the global ones."""
         result = self.editor.store(text, category, evergreen, today, include_private, scope)
         self.write_log.record(store_event(text, result, include_private))
         return result
@@ -273,13 +275,13 @@ class Memory:
     def forget(self, query: str | None = None, path: str | None = None, line: int | None = None,
                confirm: bool = False, include_private: bool = True,
                scopes: ScopeFilter | None = None) -> ForgetResult:
-        """Find memories to remove (among ``scopes``); remove one when it is certain which (see ``edits.py``)."""
+        """Find memories to remove (among ``scopes``); remove one when it is certain which (see ``writes/edits.py``)."""
         return self.editor.forget(query, path, line, confirm, include_private, scopes)
 
     def capture(self, messages: list[Message], session_key: str | None = None, idempotency_key: str | None = None,
                 extractor: Extractor | None = None, now: dt.datetime | None = None,
                 include_private: bool = True, scope: str | None = None) -> CaptureResult:
-        """Write the durable facts of a conversation's latest messages (see ``capture_flow.py``), into
+        """Write the durable facts of a conversation's latest messages (see ``writes/capture_flow.py``), into
         ``scope``'s daily file (None: the global one)."""
         result = self.capture_flow.capture(messages, session_key, idempotency_key, extractor, now, include_private,
                                            scope)
@@ -287,15 +289,16 @@ class Memory:
         return result
 
     def edit_line(self, path: str, line: int, expected: str, text: str, include_private: bool = True) -> MemoryLine:
-        """Replace one line of a memory file if it still reads ``expected`` (see ``line_edits.py``)."""
+        """Replace one line of a memory file if it still reads ``expected`` (see ``writes/line_edits.py``)."""
         return self.line_editor.replace(path, line, expected, text, include_private)
 
     def write_history(self, limit: int = 500) -> list[WriteEvent]:
-        """The latest stores and captures, newest first, with what each skipped (see ``write_log.py``)."""
+        """The latest stores and captures, newest first, with what each skipped (see ``writes/write_log.py``)."""
         return self.write_log.recent(limit)
 
     def recall_history(self, limit: int = 500) -> list[RecallEvent]:
-        """The latest recalls that injected memories, newest first, with their prompts (see ``recall_log.py``)."""
+        """The latest recalls that injected memories, newest first, with their prompts (see
+        ``writes/recall_log.py``)."""
         return self.recall_log.recent(limit)
 
     # ----- recall --------------------------------------------------------------------------
@@ -314,7 +317,7 @@ class Memory:
                     budget_chars: int | None = None, min_score: float | None = None, keywords_only: bool = False,
                     include_private: bool = True, scopes: ScopeFilter | None = None,
                     prompt_id: str | None = None) -> list[SearchHit]:
-        """The memories ``recall`` shows for a prompt, in order (see ``recaller.py``)."""
+        """The memories ``recall`` shows for a prompt, in order (see ``search/recaller.py``)."""
         hits = self.recaller.recall_hits(prompt, session_key, max_items, budget_chars, min_score, keywords_only,
                                          include_private, scopes, prompt_id)
         self.recall_log.record(prompt, session_key, hits, include_private)
@@ -334,7 +337,7 @@ class Memory:
         return self.utility.values()
 
     def reward(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
-        """Raise the utility of a memory that helped (see ``feedback.py`` and ``utility.py``)."""
+        """Raise the utility of a memory that helped (see ``experience/feedback.py`` and ``core/utility.py``)."""
         return self.feedback.reward(memory_id, amount, include_private)
 
     def penalize(self, memory_id: str, amount: float = 0.2, include_private: bool = True) -> UtilityChange:
@@ -348,7 +351,7 @@ class Memory:
     # ----- experience graph ----------------------------------------------------------------
     def graph_add(self, cause: str, action: str, effect: str, outcome: str, tags: list[str] | None = None,
                   include_private: bool = True) -> GraphAddResult:
-        """Log a cause → action → effect chain, or count one more sighting of it (see ``experience.py``)."""
+        """Log a cause → action → effect chain, or count one more sighting of it (see ``experience/graph.py``)."""
         return self.experience.add(cause, action, effect, outcome, tags, include_private)
 
     def graph_query(self, query: str, outcome_filter: str | None = None, tags: list[str] | None = None,
@@ -366,12 +369,12 @@ class Memory:
 
     # ----- sleep cycle -----------------------------------------------------------------------
     def sleep_cycle(self, dry_run: bool = False, now: dt.datetime | None = None) -> SleepReport:
-        """Consolidate, decay, tidy and leave a note for the next session (see ``sleep.py``)."""
+        """Consolidate, decay, tidy and leave a note for the next session (see ``lifecycle/sleep.py``)."""
         return self.sleep.run(dry_run, now)
 
     # ----- episodes ------------------------------------------------------------------------
     def record_episode(self, episode: Episode) -> Episode:
-        """Write one session's episode, merged with what else recorded that session (see ``episodes.py``)."""
+        """Write one session's episode, merged with what else recorded that session (see ``experience/episodes.py``)."""
         return self.episodes.record(episode)
 
     def list_episodes(self, query: str | None = None, after: str | None = None, before: str | None = None,
@@ -382,7 +385,7 @@ class Memory:
     # ----- compaction rescue ---------------------------------------------------------------
     def rescue(self, source: Any, session_key: str, now: dt.datetime | None = None,
                include_private: bool = True, scope: str | None = None) -> RescueResult:
-        """Write what a compaction would lose from a transcript or messages (see ``rescue.py``), into
+        """Write what a compaction would lose from a transcript or messages (see ``lifecycle/rescue.py``), into
         ``scope``'s daily file (None: the global one)."""
         return self.rescuer.rescue(source, session_key, now, include_private, scope)
 
@@ -392,7 +395,7 @@ class Memory:
 
     # ----- pinned rules --------------------------------------------------------------------
     def pinned_rules(self, include_private: bool = True) -> RulesReport:
-        """The rules MEMORY.md pins when ``[rules] pinning`` is on, with warnings (see ``rules.py``)."""
+        """The rules MEMORY.md pins when ``[rules] pinning`` is on, with warnings (see ``lifecycle/rules.py``)."""
         return self.rules.report(include_private)
 
     def first_recall_rules(self, session_key: str | None, include_private: bool = True) -> str:

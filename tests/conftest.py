@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mcp_memory.analysis import keyword_tokens
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.core.analysis import keyword_tokens
 from mcp_memory.embedding.base import Embedder, normalize
 from mcp_memory.memory import Memory
 
@@ -94,8 +94,8 @@ def indexed_memory(settings: Settings) -> Memory:
 
 def make_server(settings: Settings, memory_factory: Any = indexed_memory) -> tuple[Any, Any]:
     """An MCP server and its service, which opens ``memory_factory(settings)`` at once and does not watch."""
+    from mcp_memory.runtime.service import MemoryService
     from mcp_memory.server import create_server
-    from mcp_memory.service import MemoryService
 
     service = MemoryService(settings, memory_factory=memory_factory, start_delay=0, watch=False)
     return create_server(settings, service), service

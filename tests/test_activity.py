@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.activity import RETENTION_DAYS, ActivityTable, json_list, safe_text
-from mcp_memory.hits import SearchHit
-from mcp_memory.recall_log import RecallLog
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.writes.activity import RETENTION_DAYS, ActivityTable, json_list, safe_text
+from mcp_memory.writes.recall_log import RecallLog
 
 
 def test_rows_come_back_newest_first_and_old_ones_are_pruned_on_open(tmp_path: Path) -> None:

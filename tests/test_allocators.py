@@ -28,7 +28,7 @@ def _run(code: str, environment: dict[str, str] | None = None) -> str:
 def test_arrow_buffers_go_to_the_system_allocator_unless_told_otherwise(environment, expected):
     code = """
         import pyarrow as pa
-        from mcp_memory.allocators import tune_for_long_running
+        from mcp_memory.runtime.allocators import tune_for_long_running
         tune_for_long_running()
         print(pa.default_memory_pool().backend_name)
     """
@@ -38,7 +38,7 @@ def test_arrow_buffers_go_to_the_system_allocator_unless_told_otherwise(environm
 _KEYWORD_WRITES = """
     import sys, tempfile
     from pathlib import Path
-    from mcp_memory.allocators import tune_for_long_running
+    from mcp_memory.runtime.allocators import tune_for_long_running
     from mcp_memory.index.keywords import KeywordIndex
 
     def anonymous_mb():
@@ -72,7 +72,7 @@ def test_keyword_write_transactions_give_their_memory_back():
 @pytest.mark.skipif(not _GLIBC, reason="the mmap threshold is a glibc setting")
 def test_the_mmap_threshold_is_left_alone_when_the_environment_sets_it():
     code = """
-        from mcp_memory.allocators import tune_for_long_running
+        from mcp_memory.runtime.allocators import tune_for_long_running
         print(tune_for_long_running())
     """
     assert "malloc" in _run(code)

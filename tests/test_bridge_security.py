@@ -33,16 +33,16 @@ import pytest
 from mcp import Client
 
 from conftest import ServerProcess, indexed_memory, write
-from mcp_memory.bridge import (
+from mcp_memory.clients.hooks import handle_request, hits_from_wire
+from mcp_memory.config import Settings, load_settings
+from mcp_memory.memory import Memory
+from mcp_memory.runtime.bridge import (
     MAX_CONNECTIONS,
     BridgeServer,
     call_bridge,
     exchange,
     process_identity,
 )
-from mcp_memory.config import Settings, load_settings
-from mcp_memory.hooks import handle_request, hits_from_wire
-from mcp_memory.memory import Memory
 from test_hooks import (
     MATCHING_PROMPT,
     MEMORY_MD,
@@ -162,14 +162,14 @@ def thread_count(pid: int) -> int:
 
 @contextmanager
 def bridge_log(level: int = logging.INFO) -> Iterator[list[logging.LogRecord]]:
-    """The records of ``mcp_memory.bridge`` (whatever other tests did to the package logger's handlers)."""
+    """The records of ``mcp_memory.runtime.bridge`` (whatever other tests did to the package logger's handlers)."""
     records: list[logging.LogRecord] = []
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    logger = logging.getLogger("mcp_memory.bridge")
+    logger = logging.getLogger("mcp_memory.runtime.bridge")
     handler, old_level = Keep(level), logger.level
     logger.addHandler(handler)
     logger.setLevel(level)

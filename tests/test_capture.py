@@ -44,8 +44,8 @@ from mcp_memory.capture import (
 from mcp_memory.capture.facts import absolute_dates, with_date
 from mcp_memory.capture.filters import rejection_reason
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.core.transcripts import Message, TranscriptError, messages_from_json, read_transcript
 from mcp_memory.memory import Memory
-from mcp_memory.transcripts import Message, TranscriptError, messages_from_json, read_transcript
 
 TODAY = dt.date(2026, 11, 26)  # a Thursday
 NOW = dt.datetime(2025, 3, 14, 9, 30)  # capture time in end-to-end tests (not the real day)
@@ -1027,7 +1027,7 @@ def test_two_processes_same_idempotency_key(tmp_path: Path) -> None:
 # together by a barrier, up to 500 times per class; a class stops at its first error.
 _FRESH_DB_RACE = """
 import json, multiprocessing as mp, pathlib, sqlite3, sys
-from mcp_memory.ledger import Ledger
+from mcp_memory.core.ledger import Ledger
 from mcp_memory.index.state import IndexState
 from mcp_memory.embedding.cache import EmbeddingCache
 
@@ -1181,7 +1181,7 @@ def test_recall_keywords_only_without_embedder(workspace: Path, indexed: Memory,
     def no_model(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("keywords_only recall loaded an embedder")
 
-    monkeypatch.setattr("mcp_memory.engine.create_embedder", no_model)
+    monkeypatch.setattr("mcp_memory.index.engine.create_embedder", no_model)
     cold_settings = load_settings(workspace, environ={}, overrides={"embedding.provider": "local"})
     cold = Memory(cold_settings)
     block = cold.recall("what is my cat Miso called?", keywords_only=True)

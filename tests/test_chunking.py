@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_memory.chunking import Chunk, chunk_markdown, estimate_tokens
+from mcp_memory.core.chunking import Chunk, chunk_markdown, estimate_tokens
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 

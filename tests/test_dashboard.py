@@ -24,12 +24,12 @@ from starlette.testclient import TestClient
 
 from conftest import free_port, indexed_memory, server_env, start_server, write
 from mcp_memory.config import Settings
+from mcp_memory.core.transcripts import Message
 from mcp_memory.dashboard.app import Dashboard, dashboard_server
 from mcp_memory.dashboard.auth import DashboardAuth, Tokens
 from mcp_memory.dashboard.render import parse_range, render_markdown
 from mcp_memory.memory import Memory
-from mcp_memory.service import MemoryService
-from mcp_memory.transcripts import Message
+from mcp_memory.runtime.service import MemoryService
 
 FULL, READ_ONLY, SHARED = "full-token-0123456789", "read-only-token-456789", "shared-token-89abcdef"
 BASE = "http://127.0.0.1:8765"

@@ -22,10 +22,10 @@ from conftest import close_server, indexed_memory, make_server, write
 from mcp_memory.config import Settings
 from mcp_memory.dashboard.app import dashboard_app
 from mcp_memory.dashboard.auth import Tokens
-from mcp_memory.episodes import Episode, EpisodeError, MemoryRef
+from mcp_memory.experience.episodes import Episode, EpisodeError, MemoryRef
 from mcp_memory.memory import Memory
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 DECISION = "The household moves its savings to the Zellwood credit union in March."
 HEALTH = "The user's knee surgery is booked at the Fernhill clinic."

@@ -21,11 +21,11 @@ from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
 from conftest import close_server, indexed_memory, make_server, server_env, write
+from mcp_memory.clients.hooks import end_session
 from mcp_memory.config import ConfigError, Settings, load_settings
-from mcp_memory.episodes import MERGE_SLACK, SERVER, TRANSCRIPT, Episode, MemoryRef, parse, render
-from mcp_memory.hooks import end_session
+from mcp_memory.experience.episodes import MERGE_SLACK, SERVER, TRANSCRIPT, Episode, MemoryRef, parse, render
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 MODES = ["auto", "legacy"]
 PRIVATE = "The user's billing password hint is the cat Okafor-zorkmid."
@@ -367,7 +367,7 @@ def test_server_and_hook_records_of_one_session_merge_in_either_order(populated:
 
 def test_records_merge_only_within_the_slack_and_never_across_session_keys() -> None:
     t = dt.datetime(2026, 5, 2, 9, tzinfo=dt.UTC)
-    from mcp_memory.episodes import match
+    from mcp_memory.experience.episodes import match
 
     keyed = _episode(t, "claude-code", "one")
     assert match([keyed], _episode(t, "claude-code", "two")) is None

@@ -18,7 +18,7 @@ from mcp import Client
 
 from conftest import close_server, make_server, write
 from mcp_memory.config import Settings, load_settings
-from mcp_memory.experience import EXPERIENCE_FILE, Chain, parse_chains, render_chain
+from mcp_memory.experience.graph import EXPERIENCE_FILE, Chain, parse_chains, render_chain
 from mcp_memory.memory import Memory
 from mcp_memory.server import create_server
 

@@ -26,9 +26,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import close_server, make_server, server_env, write
-from mcp_memory.bridge import bridge_infos, owner_state
 from mcp_memory.config import Settings, load_settings
-from mcp_memory.front import Listing
+from mcp_memory.runtime.bridge import bridge_infos, owner_state
+from mcp_memory.runtime.front import Listing
 from mcp_memory.server import INSTRUCTIONS
 from mcp_memory.server.listing import LISTING_PATH, build_listing, render
 

@@ -25,9 +25,9 @@ from filelock import FileLock
 from conftest import HashEmbedder, http_server, indexed_memory, server_env
 from mcp_memory.cli import main
 from mcp_memory.config import Settings, load_settings
-from mcp_memory.git_sync import GitSyncError, GitSyncReport, sync_workspace
 from mcp_memory.memory import Memory
-from mcp_memory.service import MemoryService
+from mcp_memory.runtime.service import MemoryService
+from mcp_memory.team.git_sync import GitSyncError, GitSyncReport, sync_workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

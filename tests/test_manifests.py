@@ -140,7 +140,7 @@ def test_openclaw_plugin_layout():
     assert manifest["id"] == "mcp-memory" and manifest["configSchema"]["type"] == "object"
     source = (root / entry).read_text(encoding="utf-8")
     # Every event the plugin runs is one the hook command knows.
-    from mcp_memory.openclaw_hooks import EVENTS
+    from mcp_memory.clients.openclaw_hooks import EVENTS
 
     for event in EVENTS:
         assert f'"{event}"' in source

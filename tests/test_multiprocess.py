@@ -30,13 +30,13 @@ import pytest
 from mcp import Client
 
 from conftest import ServerProcess, server_env
-from mcp_memory.chunking import chunk_markdown
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.core.chunking import chunk_markdown
+from mcp_memory.core.workspace import Workspace, read_text
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.vectors import VectorStore
 from mcp_memory.memory import Memory
-from mcp_memory.workspace import Workspace, read_text
 
 LONG = os.environ.get("MCP_MEMORY_LONG_TESTS") == "1"
 _LONG_ONLY = [pytest.mark.slow, pytest.mark.skipif(not LONG, reason="long version: set MCP_MEMORY_LONG_TESTS=1")]
@@ -56,7 +56,7 @@ EDIT_CHILD = r"""
 import json, sys
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
-from mcp_memory.transcripts import Message
+from mcp_memory.core.transcripts import Message
 ws, ops_file = sys.argv[1], sys.argv[2]
 ops = json.loads(open(ops_file, encoding="utf-8").read())
 memory = Memory(load_settings(ws, overrides={"embedding.provider": "none"}, environ={}))

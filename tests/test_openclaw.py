@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from conftest import WARM_IDLE, write
-from mcp_memory.bridge import BRIDGE_DIRNAME, bridge_infos, owner_state
-from mcp_memory.episodes import episode_from_transcript
-from mcp_memory.openclaw_hooks import openclaw_records
-from mcp_memory.rescue import find_rescuable, read_records
+from mcp_memory.clients.openclaw_hooks import openclaw_records
+from mcp_memory.experience.episodes import episode_from_transcript
+from mcp_memory.lifecycle.rescue import find_rescuable, read_records
+from mcp_memory.runtime.bridge import BRIDGE_DIRNAME, bridge_infos, owner_state
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "mcp_memory" / "clients" / "openclaw_plugin"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_memory.opposites import opposed
+from mcp_memory.core.opposites import opposed
 
 
 @pytest.mark.parametrize(("a", "b"), [

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.config import Settings
+from mcp_memory.core.periods import Period, date_closeness, query_periods
 from mcp_memory.errors import SearchError
 from mcp_memory.memory import Memory
-from mcp_memory.periods import Period, date_closeness, query_periods
 from tests.conftest import HashEmbedder, write
 
 

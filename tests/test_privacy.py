@@ -22,8 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import close_server, indexed_memory, write
 from mcp_memory.config import load_settings
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 from test_transports import running_server, stdio_params
 
 PRIVATE = "The user's therapist is Dr. Okafor; sessions on Wednesdays."

@@ -30,11 +30,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import HashEmbedder, write
-from mcp_memory.chunking import chunk_markdown
 from mcp_memory.config import load_settings
+from mcp_memory.core.chunking import chunk_markdown
+from mcp_memory.core.workspace import PathError, Workspace
+from mcp_memory.index.hybrid import SearchError
 from mcp_memory.memory import Memory
-from mcp_memory.search import SearchError
-from mcp_memory.workspace import PathError, Workspace
 
 LONG = os.environ.get("MCP_MEMORY_LONG_TESTS") == "1"
 

@@ -16,8 +16,8 @@ from mcp import Client
 from conftest import close_server, write
 from mcp_memory.config import Settings
 from mcp_memory.memory import Memory
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 DAILY = "memory/2026-11-20.md"
 NOTES = """# 2026-11-20

@@ -25,9 +25,9 @@ import pytest
 from conftest import free_port, http_server, write
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
-from mcp_memory.rerank.base import RerankCandidate, RerankError
-from mcp_memory.rerank.http import HttpReranker, parse_rerank_answer, rerank_url
-from mcp_memory.rerank.llm import ChatReranker, SampledReranker, listwise_prompt, parse_listwise
+from mcp_memory.search.rerank.base import RerankCandidate, RerankError
+from mcp_memory.search.rerank.http import HttpReranker, parse_rerank_answer, rerank_url
+from mcp_memory.search.rerank.llm import ChatReranker, SampledReranker, listwise_prompt, parse_listwise
 
 KEY = "rk-test-secret"
 

@@ -21,9 +21,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import close_server, make_server
 from mcp_memory.config import Settings
-from mcp_memory.rescue import MAX_CHARS, MAX_ITEMS, RescuedItem, bounded, find_rescuable
+from mcp_memory.lifecycle.rescue import MAX_CHARS, MAX_ITEMS, RescuedItem, bounded, find_rescuable
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 from test_hooks import assert_clean, run_hook, stop_payload
 from test_transports import running_server
 
@@ -346,7 +346,7 @@ async def _http_call(server: Any, token: str, args: dict[str, Any]) -> Any:
 def test_the_bridge_operation_rescues_like_the_hook(settings: Settings, tmp_path: Path) -> None:
     """What a running server answers on the hook's bridge: the same rescue, then the same refusal to repeat."""
     from conftest import indexed_memory
-    from mcp_memory.hooks import handle_request
+    from mcp_memory.clients.hooks import handle_request
 
     transcript = write_transcript(tmp_path / "t.jsonl", conversation())
     request = {"op": "pre-compact", "transcript_path": str(transcript), "session_key": SESSION}

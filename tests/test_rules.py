@@ -19,11 +19,11 @@ from mcp import Client
 
 from conftest import close_server, indexed_memory, make_server, server_env, write
 from mcp_memory.config import ConfigError, Settings, load_settings
+from mcp_memory.core.workspace import Workspace
+from mcp_memory.lifecycle.rules import MAX_RULES, NOTE_CHARS, NOTE_FILE, load_rules, pinned_rules, session_start_context
 from mcp_memory.memory import Memory
-from mcp_memory.rules import MAX_RULES, NOTE_CHARS, NOTE_FILE, load_rules, pinned_rules, session_start_context
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
-from mcp_memory.workspace import Workspace
 
 SECRET = "ghp_R8x2Lk9QmZ4vT7wN1pB6yH3cJ5dF0sA2gE8u"
 MEMORY_MD = """\

@@ -22,8 +22,8 @@ from mcp import Client
 
 from conftest import close_server, make_server, server_env, start_server, write
 from mcp_memory.config import ConfigError, Settings, load_settings
+from mcp_memory.core.scopes import ScopeFilter, scope_from_cwd, scope_of
 from mcp_memory.memory import Memory
-from mcp_memory.scopes import ScopeFilter, scope_from_cwd, scope_of
 from test_hooks import claude_transcript, hook_command, hook_env, index_keywords, write_jsonl
 
 TODAY = dt.date.today().isoformat()

@@ -25,8 +25,8 @@ from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData
 from conftest import close_server, free_port, http_server, indexed_memory, make_server, write
 from mcp_memory.cli import main
 from mcp_memory.config import Settings
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 MODES = ["auto", "legacy"]
 PRECISE, DEEP = "precision_memory_search", "deep_memory_search"

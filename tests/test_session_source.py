@@ -11,10 +11,10 @@ from mcp import Client
 
 from conftest import HashEmbedder, close_server, write
 from mcp_memory.config import Settings
+from mcp_memory.core.session_source import render_transcript
 from mcp_memory.memory import Memory, MemoryInputError
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
-from mcp_memory.session_source import render_transcript
 
 SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"
 

@@ -15,10 +15,10 @@ from mcp import Client
 
 from conftest import close_server, write
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.core.memory_ids import memory_id
 from mcp_memory.memory import Memory
-from mcp_memory.memory_ids import memory_id
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 OLD = "memory/2026-01-05.md"
 NEW = "memory/2026-03-01.md"

@@ -22,15 +22,15 @@ import pyarrow as pa
 import pytest
 
 from conftest import HashEmbedder, write
-from mcp_memory import snapshot as snapshot_module
-from mcp_memory.analysis import TermAnalyzer
 from mcp_memory.config import Settings, load_settings
+from mcp_memory.core.analysis import TermAnalyzer
+from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.index import snapshot as snapshot_module
 from mcp_memory.index import state as state_module
+from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
 from mcp_memory.memory import Memory
-from mcp_memory.privacy import PrivacyRules
-from mcp_memory.snapshot import SearchSnapshot
 
 TESTS = Path(__file__).resolve().parent
 WORDS = ["harbor", "lantern", "quartz", "meadow", "falcon", "ember", "cobalt", "willow", "saffron", "glacier",

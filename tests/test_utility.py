@@ -20,11 +20,11 @@ from mcp import Client
 
 from conftest import HashEmbedder, close_server, indexed_memory, make_server, write
 from mcp_memory.config import Settings
+from mcp_memory.core.memory_ids import memory_id, split_memories
+from mcp_memory.core.utility import UTILITY_FILE
 from mcp_memory.memory import Memory
-from mcp_memory.memory_ids import memory_id, split_memories
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
-from mcp_memory.utility import UTILITY_FILE
 
 DAY = "memory/2026-03-02.md"
 NOTES = [

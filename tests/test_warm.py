@@ -24,8 +24,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import WARM_IDLE, server_env, write
-from mcp_memory.bridge import BridgeInfo, bridge_infos, call_bridge, owner_state, process_identity
 from mcp_memory.config import load_settings
+from mcp_memory.runtime.bridge import BridgeInfo, bridge_infos, call_bridge, owner_state, process_identity
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kill -9 and /proc")
 
@@ -193,7 +193,7 @@ async def test_a_stale_record_of_a_dead_process_is_ignored(ws: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     settings = load_settings(ws, environ=server_env(), overrides={"embedding.provider": "none"})
-    from mcp_memory.warm import settings_digest
+    from mcp_memory.runtime.warm import settings_digest
 
     stale = bridges / f"{dead.pid}.json"
     stale.write_text(json.dumps({"pid": dead.pid, "port": 9, "token": "t" * 32, "identity": "x:1", "role": "warm",
@@ -337,7 +337,7 @@ async def test_a_write_sent_again_with_its_key_is_done_once(settings: Any) -> No
 async def test_another_users_warm_process_is_never_asked(ws: Path) -> None:
     """A bridge file another user owns is neither read, nor asked, nor removed."""
     settings = load_settings(ws, environ=server_env(), overrides={"embedding.provider": "none"})
-    from mcp_memory.warm import settings_digest
+    from mcp_memory.runtime.warm import settings_digest
 
     bridges = ws / ".mcp-memory" / "bridges"
     bridges.mkdir(parents=True)

@@ -12,8 +12,8 @@ from mcp import Client
 from conftest import HashEmbedder, write
 from mcp_memory.config import Settings
 from mcp_memory.memory import Memory
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from mcp_memory.workspace import PathError, Workspace, file_date, read_text
+from mcp_memory.core.workspace import PathError, Workspace, file_date, read_text
 
 
 def symlink(link: Path, target: Path) -> None:

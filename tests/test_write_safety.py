@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 
 from conftest import HashEmbedder, close_server, make_server, write
+from mcp_memory.core.workspace import PathError, read_text
 from mcp_memory.memory import Memory, MemoryInputError
-from mcp_memory.workspace import PathError, read_text
 from test_transports import stdio_params
 
 TODAY = f"memory/{dt.date.today().isoformat()}.md"

@@ -1,5 +1,5 @@
 // mcp-memory's OpenClaw plugin: each lifecycle hook runs `mcp-memory hook openclaw <event>` with the
-// hook's event and context as JSON on stdin (see mcp_memory/openclaw_hooks.py). A hook that fails or
+// hook's event and context as JSON on stdin (see mcp_memory/clients/openclaw_hooks.py). A hook that fails or
 // times out gives nothing: memory must never break a conversation.
 //
 // What OpenClaw hands over is what is read: OpenClaw 2026.9 keeps sessions in SQLite, so the messages

@@ -14,13 +14,13 @@ import unicodedata
 from dataclasses import dataclass
 
 from mcp_memory.capture.facts import CATEGORIES, Fact
+from mcp_memory.core.transcripts import Message
 from mcp_memory.safety import (
     clean_memory_text,
     find_secrets,
     looks_like_injection,
     redact_secrets,
 )
-from mcp_memory.transcripts import Message
 
 MEMORY_RUN_MARKER = ":memory-capture:"  # session keys of capture's own runs hold this
 # Text a hook put into the conversation, never the user's own words: a recall block, or anything

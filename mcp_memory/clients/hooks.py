@@ -5,13 +5,13 @@ the hook JSON (``prompt``, ``session_id``) from stdin and prints the hook JSON w
 ``hookSpecificOutput.additionalContext`` holds the ``<relevant-memories>`` block.
 ``mcp-memory hook claude-code stop`` runs on ``Stop``: it captures the latest messages of the
 transcript at ``transcript_path``. ``session-end`` (on ``SessionEnd``) captures too, then writes
-the session's episode from the transcript (``episodes.py``). ``pre-compact`` (on ``PreCompact``)
-writes what the coming compaction would lose: decisions, open tasks, fixes (``rescue.py``).
+the session's episode from the transcript (``experience/episodes.py``). ``pre-compact`` (on ``PreCompact``)
+writes what the coming compaction would lose: decisions, open tasks, fixes (``lifecycle/rescue.py``).
 ``session-start`` (on ``SessionStart``) prints the pinned rules of MEMORY.md and a new note of
-the sleep cycle as ``additionalContext`` (``rules.py``). ``mcp-memory hook openclaw <event>``
+the sleep cycle as ``additionalContext`` (``lifecycle/rules.py``). ``mcp-memory hook openclaw <event>``
 does the same for OpenClaw's plugin hooks (``openclaw_hooks.py``) through the same functions.
 
-Each hook works in a scope (``scopes.py``): the configured default (``[scopes] default``,
+Each hook works in a scope (``core/scopes.py``): the configured default (``[scopes] default``,
 ``$MCP_MEMORY_SCOPE``, ``--scope``), else, with ``[scopes] from_cwd``, the scope of the client's
 working directory (the hook JSON's ``cwd``: its git repository's folder name). Recall searches
 that scope plus the global memory; capture and rescue write into it. Its request to the
@@ -21,7 +21,7 @@ Both first ask a running ``mcp-memory serve`` of the workspace through the loopb
 (warm index and model: tens of milliseconds). With none running, recall answers from the
 keyword index alone (no model to load) and capture runs in-process.
 
-The bridge proves who answers (see ``mcp_memory.bridge``), but its replies are still data,
+The bridge proves who answers (see ``mcp_memory.runtime.bridge``), but its replies are still data,
 not text to print: recall comes back as memories (path, lines, date, snippet), checked field
 by field and framed here by ``format_recall``, the same code that frames in-process recall,
 so a stored ``</relevant-memories>`` is escaped whichever way the memory came. A reply that
@@ -48,16 +48,16 @@ import uuid
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mcp_memory.bridge import call_bridge, loggable
 from mcp_memory.config import Settings
-from mcp_memory.hits import SearchHit
-from mcp_memory.memory_ids import is_memory_id
-from mcp_memory.recall import format_recall
-from mcp_memory.scopes import ScopeError, check_name, default_scope, read_filter
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_ids import is_memory_id
+from mcp_memory.core.recall import format_recall
+from mcp_memory.core.scopes import ScopeError, check_name, default_scope, read_filter
+from mcp_memory.runtime.bridge import call_bridge, loggable
 
 if TYPE_CHECKING:  # the prompt hook must not import the index (NumPy, Arrow) just to be typed
-    from mcp_memory.capture_flow import CaptureResult
     from mcp_memory.memory import Memory
+    from mcp_memory.writes.capture_flow import CaptureResult
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
 
 def capture_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> CaptureResult:
     """Capture from ``transcript_path`` or ``messages`` in a request or hook payload."""
-    from mcp_memory.transcripts import messages_from_json, read_transcript
+    from mcp_memory.core.transcripts import messages_from_json, read_transcript
 
     last = memory.settings.capture.max_messages
     path = _text_field(request, "transcript_path")
@@ -175,7 +175,7 @@ def run_hook(settings: Settings, client: str, event: str, stdin: IO[str], stdout
     try:
         payload = _read_payload(stdin)
         if client == "openclaw":
-            from mcp_memory.openclaw_hooks import run_openclaw_hook
+            from mcp_memory.clients.openclaw_hooks import run_openclaw_hook
 
             output = run_openclaw_hook(settings, event, payload)
         elif client != "claude-code":
@@ -257,7 +257,7 @@ def ask_warm(settings: Settings, request: dict[str, Any], timeout: float) -> dic
     ``timeout`` seconds; so the session's first hook is already answered from the index and
     the model, and every later one in tens of milliseconds. None: answer in this process.
     """
-    from mcp_memory.warm import ensure_warm, settings_digest
+    from mcp_memory.runtime.warm import ensure_warm, settings_digest
 
     deadline = time.monotonic() + timeout
     digest = settings_digest(settings)
@@ -333,7 +333,7 @@ def finish_session(settings: Settings, request: dict[str, Any]) -> None:
 def end_session(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
     """Capture from the transcript (or the ``messages`` a client handed over), then record its episode
     (with the ``[decision]`` facts just captured) under ``episode_key``, else ``session_key``."""
-    from mcp_memory.episodes import episode_from_records, episode_from_transcript
+    from mcp_memory.experience.episodes import episode_from_records, episode_from_transcript
 
     decisions: list[str] = []
     capture: dict[str, Any] | None = None
@@ -397,12 +397,12 @@ def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: 
 
 
 def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> str:
-    """The pinned rules and a new sleep note, as ``SessionStart`` context (see ``rules.py``).
+    """The pinned rules and a new sleep note, as ``SessionStart`` context (see ``lifecycle/rules.py``).
 
     Read from the files alone, no index and no server: a session start must be quick. Runs
     on every start, including after a compaction (``source: compact``), which drops them.
     """
-    from mcp_memory.rules import session_start_context
+    from mcp_memory.lifecycle.rules import session_start_context
 
     source = payload.get("source")
     if source is not None and not isinstance(source, str):
@@ -420,7 +420,7 @@ def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> s
 
 def _start_warm_early(settings: Settings) -> None:
     """Start the warm process without waiting: it loads while the user types the first prompt."""
-    from mcp_memory.warm import find_warm, start_warm
+    from mcp_memory.runtime.warm import find_warm, start_warm
 
     if settings.warm.enabled and settings.workspace.is_dir() and find_warm(settings) is None:
         try:

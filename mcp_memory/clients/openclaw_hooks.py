@@ -32,7 +32,7 @@ stops abruptly loses nothing, and the records of the MCP server of the session (
 session id and the time the session began (``sessionStartedAt``): OpenClaw keeps the session id
 across a reset, and the conversation after a reset is another episode.
 
-The scope (``scopes.py``) is chosen as for Claude Code, the working directory being the agent's
+The scope (``core/scopes.py``) is chosen as for Claude Code, the working directory being the agent's
 ``workspaceDir``. Every path is the one the Claude Code hooks take: the warm process of the
 workspace answers through the bridge, or the work runs here. Runs that memory itself started
 (a session key holding ``:memory-capture:``, or ``trigger: "memory"``) are left alone, so capture
@@ -47,9 +47,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.bridge import loggable
+from mcp_memory.clients.hooks import finish_session, hook_scope, recall_context, rescue_before_compaction
 from mcp_memory.config import Settings
-from mcp_memory.hooks import finish_session, hook_scope, recall_context, rescue_before_compaction
+from mcp_memory.runtime.bridge import loggable
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _prompt(settings: Settings, hook_event: dict[str, Any], session: str | None,
     prompt = _string(hook_event, "prompt") or ""
     parts = []
     if first:
-        from mcp_memory.rules import session_start_context
+        from mcp_memory.lifecycle.rules import session_start_context
 
         parts.append(session_start_context(settings))
     parts.append(recall_context(settings, prompt, session, scope))

@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from mcp_memory.hits import cite
+from mcp_memory.core.hits import cite
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*)$")

@@ -1,6 +1,6 @@
 """``SearchHit``: one cited search result, the record search, recall, the hooks and the server share.
 
-Kept apart from ``search.py`` so that code which only shows hits (the prompt hook formatting
+Kept apart from ``index/hybrid.py`` so that code which only shows hits (the prompt hook formatting
 what a running server found) does not pay for importing NumPy and Arrow.
 """
 

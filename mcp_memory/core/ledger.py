@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from mcp_memory.sqlite import open_shared
+from mcp_memory.core.sqlite import open_shared
 
 RETENTION_DAYS = 30
 

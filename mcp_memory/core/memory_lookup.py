@@ -13,10 +13,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_memory.core.hits import cite
+from mcp_memory.core.memory_ids import MemoryUnit, split_memories
+from mcp_memory.core.workspace import Workspace
 from mcp_memory.errors import PathError
-from mcp_memory.hits import cite
-from mcp_memory.memory_ids import MemoryUnit, split_memories
-from mcp_memory.workspace import Workspace
 
 _MAX_CACHED_FILES = 4096
 

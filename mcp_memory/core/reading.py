@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from mcp_memory.core.privacy import PrivacyRules, not_shared
+from mcp_memory.core.workspace import MemoryFile, Workspace
 from mcp_memory.errors import PathError
-from mcp_memory.privacy import PrivacyRules, not_shared
-from mcp_memory.workspace import MemoryFile, Workspace
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import hashlib
 import html
 import re
 
-from mcp_memory.hits import SearchHit
-from mcp_memory.memory_ids import without_marks
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_ids import without_marks
 
 MIN_KEYWORD_COVERAGE = 0.3  # the chunk matches a good part of the query's keyword weight
 FRAMING = (

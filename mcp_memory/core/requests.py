@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.errors import SearchError
-from mcp_memory.scopes import ScopeFilter
 
 SOURCES = ("memory", "extra", "sessions")
 

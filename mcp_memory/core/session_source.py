@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 
+from mcp_memory.core.transcripts import Message, message_from_record
 from mcp_memory.safety import clean_memory_text, redact_secrets
-from mcp_memory.transcripts import Message, message_from_record
 
 TRANSCRIPT_SUFFIX = ".jsonl"
 MAX_MESSAGE_CHARS = 2000

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_memory.core.memory_ids import is_memory_id
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.memory_ids import is_memory_id
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from mcp_memory.core.session_source import TRANSCRIPT_SUFFIX, is_transcript, render_transcript
 from mcp_memory.errors import PathError, WorkspaceGone
-from mcp_memory.session_source import TRANSCRIPT_SUFFIX, is_transcript, render_transcript
 
 __all__ = ["MemoryFile", "PathError", "Workspace", "decode_memory_bytes", "file_date", "read_text"]
 

@@ -33,13 +33,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from mcp_memory import __version__
+from mcp_memory.core.tokens import usable
 from mcp_memory.dashboard import views
 from mcp_memory.dashboard.auth import Access, DashboardAuth, TokenSet, cookie_name
 from mcp_memory.dashboard.links import local_path
 from mcp_memory.dashboard.serving import HEADERS, secure_headers
 from mcp_memory.dashboard.views import Page, PageError, View
-from mcp_memory.service import MemoryService
-from mcp_memory.tokens import usable
+from mcp_memory.runtime.service import MemoryService
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer

@@ -36,7 +36,7 @@ from typing import Literal, Protocol
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 
-from mcp_memory.tokens import usable
+from mcp_memory.core.tokens import usable
 
 Level = Literal["full", "read-only", "shared"]
 RANK: dict[Level, int] = {"shared": 0, "read-only": 1, "full": 2}

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-from mcp_memory.experience import EXPERIENCE_FILE, Chain
+from mcp_memory.experience.graph import EXPERIENCE_FILE, Chain
 
 OUTCOME_COLOURS = {"success": "#2e7d32", "failure": "#c62828", "partial": "#e08a00", "unknown": "#757575"}
 NODE_FILLS = {"success": "#e8f5e9", "failure": "#ffebee", "partial": "#fff3e0", "unknown": "#f5f5f5"}

@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup, escape
 
-from mcp_memory.analysis import QUERY_STOPWORDS
+from mcp_memory.core.analysis import QUERY_STOPWORDS
 
 _TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",

@@ -104,11 +104,11 @@ def run_ui(settings: Settings, port: int = 0, open_browser: bool = True) -> int:
     """Serve the dashboard until interrupted; opens (or names, on stderr) the local sign-in page."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from mcp_memory.allocators import tune_for_long_running
     from mcp_memory.dashboard.app import dashboard_server
     from mcp_memory.dashboard.auth import CODE_SECONDS, Tokens
     from mcp_memory.dashboard.serving import run_http
-    from mcp_memory.service import MemoryService
+    from mcp_memory.runtime.allocators import tune_for_long_running
+    from mcp_memory.runtime.service import MemoryService
 
     tune_for_long_running()
     listener = listen(port)

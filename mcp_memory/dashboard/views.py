@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from mcp_memory.core.hits import SearchAnswer, SearchHit
+from mcp_memory.core.privacy import not_shared
+from mcp_memory.core.requests import SearchRequest
 from mcp_memory.dashboard.auth import Access
 from mcp_memory.dashboard.graph_svg import OUTCOME_COLOURS, chain_link, chains_svg
 from mcp_memory.dashboard.links import local_path
@@ -27,15 +30,12 @@ from mcp_memory.dashboard.render import (
     source_lines,
 )
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
-from mcp_memory.experience import EXPERIENCE_FILE, OUTCOMES
-from mcp_memory.hits import SearchAnswer, SearchHit
-from mcp_memory.privacy import not_shared
-from mcp_memory.requests import SearchRequest
+from mcp_memory.experience.graph import EXPERIENCE_FILE, OUTCOMES
 
 if TYPE_CHECKING:
     from mcp_memory.memory import Memory
-    from mcp_memory.recall_log import RecallEvent
-    from mcp_memory.write_log import WriteEvent
+    from mcp_memory.writes.recall_log import RecallEvent
+    from mcp_memory.writes.write_log import WriteEvent
 
 MODES = ("default", "precise", "deep")
 DEFAULT_RESULTS = 10

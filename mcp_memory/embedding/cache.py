@@ -23,8 +23,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from mcp_memory.core.sqlite import open_shared
 from mcp_memory.embedding.base import Embedder
-from mcp_memory.sqlite import open_shared
 
 EmbedKind = Literal["chunk", "line"]
 # Per kind: what goes before the text in its key, and whether the texts the cache lacks are

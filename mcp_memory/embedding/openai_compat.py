@@ -19,8 +19,8 @@ import numpy as np
 import openai
 
 from mcp_memory.config import EmbeddingSettings
+from mcp_memory.core.retries import retry_after_seconds
 from mcp_memory.embedding.base import Embedder, EmbeddingError, normalize
-from mcp_memory.retries import retry_after_seconds
 
 # Local servers ignore the key, but the openai client refuses to start without one.
 _PLACEHOLDER_API_KEY = "not-needed"

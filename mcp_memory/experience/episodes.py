@@ -27,7 +27,7 @@ read as instructions to a model are dropped.
 
 An episode carries the privacy of what it cites and quotes: one that cites a private file, or
 holds a decision or error written in one, is written under ``memory/episodes/private/``, which
-``privacy.py`` keeps from shared callers whatever the settings say. A merge that brings in a
+``core/privacy.py`` keeps from shared callers whatever the settings say. A merge that brings in a
 private source moves the episode there, and so does a sync that finds an episode citing a file
 made private since (``EpisodeLog.recheck_privacy``).
 """
@@ -45,15 +45,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_memory.core.privacy import PRIVATE_RECORDS_DIR
+from mcp_memory.core.transcripts import claude_record, content_text, jsonl_records
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.privacy import PRIVATE_RECORDS_DIR
-from mcp_memory.similarity import memory_body
-from mcp_memory.transcripts import claude_record, content_text, jsonl_records
+from mcp_memory.index.similarity import memory_body
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
-    from mcp_memory.edits import Editor
-    from mcp_memory.engine import Engine
-    from mcp_memory.reading import Reader
+    from mcp_memory.core.reading import Reader
+    from mcp_memory.index.engine import Engine
+    from mcp_memory.writes.edits import Editor
 
 log = logging.getLogger(__name__)
 
@@ -660,8 +660,8 @@ class EpisodeLog:
         if last:
             episodes = [e for e in episodes if e.start.astimezone(dt.UTC).date() <= last]
         if query is not None and query.strip():
-            from mcp_memory.recall import is_relevant
-            from mcp_memory.requests import SearchRequest
+            from mcp_memory.core.recall import is_relevant
+            from mcp_memory.core.requests import SearchRequest
 
             hits = self.engine.search(SearchRequest(query, max_results=200, min_score=0.0,
                                                     path_prefix=EPISODES_DIR + "/", include_private=include_private))

@@ -1,7 +1,7 @@
 """Utility feedback: reward a memory that helped, penalize one that misled, find one by its id.
 
-The ids come from search hits and recall blocks (``memory_ids.py``); the utility they earn is
-kept by ``utility.py`` and weighed into every search mode and recall. A reward or penalty
+The ids come from search hits and recall blocks (``core/memory_ids.py``); the utility they earn is
+kept by ``core/utility.py`` and weighed into every search mode and recall. A reward or penalty
 names a memory that must exist now in a file the caller may see: an id that no file holds
 (a typo, a memory since edited or removed) is refused with a clear error, so learned state
 never accumulates for nothing.
@@ -9,11 +9,11 @@ never accumulates for nothing.
 
 from __future__ import annotations
 
+from mcp_memory.core.memory_ids import is_memory_id
+from mcp_memory.core.memory_lookup import LocatedMemory, MemoryLookup
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.utility import UtilityChange, UtilityStore
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.memory_ids import is_memory_id
-from mcp_memory.memory_lookup import LocatedMemory, MemoryLookup
-from mcp_memory.reading import Reader
-from mcp_memory.utility import UtilityChange, UtilityStore
 
 
 class Feedback:

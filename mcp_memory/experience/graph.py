@@ -30,17 +30,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from mcp_memory.analysis import keyword_tokens, query_tokens
-from mcp_memory.edits import Editor
-from mcp_memory.engine import Engine
+from mcp_memory.core.analysis import keyword_tokens, query_tokens
+from mcp_memory.core.hits import cite
+from mcp_memory.core.opposites import opposed
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.workspace import decode_memory_bytes
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.hits import cite
-from mcp_memory.opposites import opposed
-from mcp_memory.reading import Reader
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.similarity import Similarity
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.safety.lines import checked_line
-from mcp_memory.similarity import Similarity
-from mcp_memory.workspace import decode_memory_bytes
+from mcp_memory.writes.edits import Editor
 
 EXPERIENCE_FILE = "memory/experience.md"
 OUTCOMES = ("success", "failure", "partial", "unknown")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
+from mcp_memory.core.opposites import opposed
+from mcp_memory.core.workspace import Workspace, decode_memory_bytes
 from mcp_memory.errors import PathError
-from mcp_memory.experience import DUPLICATE_THRESHOLD, EXPERIENCE_FILE, Chain, parse_chains, render_chain
-from mcp_memory.opposites import opposed
-from mcp_memory.similarity import Similarity
-from mcp_memory.workspace import Workspace, decode_memory_bytes
+from mcp_memory.experience.graph import DUPLICATE_THRESHOLD, EXPERIENCE_FILE, Chain, parse_chains, render_chain
+from mcp_memory.index.similarity import Similarity
 
 ARCHIVE_FILE = "memory/experience-archive.md"
 _ARCHIVE_HEADER = "# Experience archive\n\nChains moved out of memory/experience.md by the sleep cycle, as they were.\n"

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, cast
 from filelock import FileLock, Timeout
 
 if TYPE_CHECKING:
+    from mcp_memory.core.workspace import Workspace
     from mcp_memory.index.keywords import KeywordIndex
     from mcp_memory.index.state import IndexState
     from mcp_memory.index.sync import Indexer
     from mcp_memory.index.vectors import VectorStore
-    from mcp_memory.workspace import Workspace
 
 ROW_PROBLEMS = {"orphan rows", "duplicate rows", "row count", "keyword index size", "fingerprint"}
 LOCKS = ("write.lock", "embed.lock", "files.lock")

@@ -17,22 +17,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from mcp_memory.config import Settings
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_lookup import MemoryLookup
+from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.utility import UtilityStore
+from mcp_memory.core.workspace import Workspace
 from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
 from mcp_memory.embedding.shared import SharedVectors, shared_vectors
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
-from mcp_memory.hits import SearchHit
+from mcp_memory.index.hybrid import HybridSearcher, Ranking
 from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
 from mcp_memory.index.vectors import VectorStore
-from mcp_memory.memory_lookup import MemoryLookup
-from mcp_memory.privacy import PrivacyRules
-from mcp_memory.requests import SearchRequest
-from mcp_memory.search import HybridSearcher, Ranking
-from mcp_memory.snapshot import SearchSnapshot
-from mcp_memory.utility import UtilityStore
-from mcp_memory.workspace import Workspace
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +54,7 @@ class Engine:
                  utility: UtilityStore | None = None):
         self.settings = settings
         self.workspace = workspace
-        self.naming = MemoryLookup(workspace)  # which memory a hit names (memory_ids.py)
+        self.naming = MemoryLookup(workspace)  # which memory a hit names (core/memory_ids.py)
         self.utility = utility  # learned utility that search weighs in; None: not weighed
         self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
         self.degraded: list[str] = []  # why the engine works with less than it should, newest last

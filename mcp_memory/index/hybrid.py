@@ -11,13 +11,13 @@
 4. MMR: results are picked greedily by ``λ × relevance − (1 − λ) × max similarity`` to what
    was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
    other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
-5. Utility: when memories were rewarded or penalized (``utility.py``), the best candidates'
+5. Utility: when memories were rewarded or penalized (``core/utility.py``), the best candidates'
    scores are multiplied by the utility factor of the memory each would be named by; a memory
    the sleep cycle retired (superseded, or a duplicate) is halved.
 6. ``min_score`` and ``max_results`` cut the list.
 
-Each hit carries the ``id`` of the memory holding its best line (``memory_ids.py``), taken
-from the whole file when the file still holds that line (``memory_lookup.py``).
+Each hit carries the ``id`` of the memory holding its best line (``core/memory_ids.py``), taken
+from the whole file when the file still holds that line (``core/memory_lookup.py``).
 
 The vectors and chunk metadata live in memory as a ``SearchSnapshot`` (``snapshot.py``).
 """
@@ -33,22 +33,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcp_memory.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.config import SearchSettings
+from mcp_memory.core.analysis import TermAnalyzer, jaccard, keyword_tokens
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_ids import RETIRED_MARK, retired_by, unit_at
+from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.scopes import ScopeFilter
+from mcp_memory.core.session_source import is_transcript
 from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
-from mcp_memory.hits import SearchHit
 from mcp_memory.index.keywords import KeywordIndex
-from mcp_memory.memory_ids import RETIRED_MARK, retired_by, unit_at
-from mcp_memory.privacy import PrivacyRules
-from mcp_memory.requests import SearchRequest
-from mcp_memory.scopes import ScopeFilter
-from mcp_memory.session_source import is_transcript
-from mcp_memory.snapshot import SearchSnapshot
+from mcp_memory.index.snapshot import SearchSnapshot
 
 if TYPE_CHECKING:
-    from mcp_memory.memory_lookup import MemoryLookup
-    from mcp_memory.utility import UtilityStore
+    from mcp_memory.core.memory_lookup import MemoryLookup
+    from mcp_memory.core.utility import UtilityStore
 
 MAX_QUERY_CHARS = 4000
 RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import tantivy
 
-from mcp_memory.analysis import TermAnalyzer, build_analyzer, keyword_tokens
+from mcp_memory.core.analysis import TermAnalyzer, build_analyzer, keyword_tokens
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The first stage embeds a whole chunk (20-30 lines) as one vector, so a chunk whose single
 relevant line is surrounded by small talk scores like any other. The local reranker
-(``rerank/local.py``) also reads how close the query is to each candidate's best *line*, by
+(``search/rerank/local.py``) also reads how close the query is to each candidate's best *line*, by
 multilingual-e5-small, a stronger judge of meaning than the chunk embedder but too slow to run
 on the search path (about 30 ms per line on a 2-core CPU). So lines are embedded in the
 background, after the chunk vectors (``fill``), and a search only reads vectors already made.

@@ -22,15 +22,15 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from mcp_memory.analysis import jaccard, keyword_tokens
 from mcp_memory.capture.rules import captured_form
+from mcp_memory.core.analysis import jaccard, keyword_tokens
+from mcp_memory.core.hits import MemoryLine, SearchHit
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
-from mcp_memory.engine import Engine
-from mcp_memory.hits import MemoryLine, SearchHit
-from mcp_memory.reading import Reader
-from mcp_memory.requests import SearchRequest
-from mcp_memory.scopes import ScopeFilter
+from mcp_memory.index.engine import Engine
 
 if TYPE_CHECKING:
     import numpy as np

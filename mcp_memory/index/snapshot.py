@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import pyarrow as pa
 
-from mcp_memory.privacy import PrivacyRules
-from mcp_memory.scopes import ScopeFilter
+from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.core.scopes import ScopeFilter
 
 if TYPE_CHECKING:
-    from mcp_memory.chunking import Chunk
+    from mcp_memory.core.chunking import Chunk
 
 PieceT = TypeVar("PieceT", bound=Sized)
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_memory.sqlite import open_shared
+from mcp_memory.core.sqlite import open_shared
 
 # Generations whose changes are kept. A reader further behind reloads its whole snapshot,
 # which by then costs little more than reading the rows of that many changes.

@@ -38,21 +38,21 @@ from typing import cast
 import numpy as np
 from filelock import FileLock, Timeout
 
-from mcp_memory.chunking import Chunk, chunk_markdown
 from mcp_memory.config import Settings
-from mcp_memory.embedding import Embedder
-from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache, text_key
-from mcp_memory.index.keywords import KeywordIndex
-from mcp_memory.index.state import FileState, IndexState
-from mcp_memory.index.vectors import VectorStore
-from mcp_memory.session_source import count_messages, render_transcript
-from mcp_memory.workspace import (
+from mcp_memory.core.chunking import Chunk, chunk_markdown
+from mcp_memory.core.session_source import count_messages, render_transcript
+from mcp_memory.core.workspace import (
     MAX_FILE_BYTES,
     MemoryFile,
     PathError,
     Workspace,
     decode_memory_bytes,
 )
+from mcp_memory.embedding import Embedder
+from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache, text_key
+from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.state import FileState, IndexState
+from mcp_memory.index.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 

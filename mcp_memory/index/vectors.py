@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import pyarrow as pa
 
-from mcp_memory.chunking import Chunk
+from mcp_memory.core.chunking import Chunk
 
 if TYPE_CHECKING:
     from lancedb.table import Table

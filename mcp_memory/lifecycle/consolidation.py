@@ -3,7 +3,7 @@
 The sleep cycle (``sleep.py``) asks this module which list items to retire, then marks them in
 place. Nothing is deleted or reworded: a retired item gets an HTML comment at the end of its
 last line, ``<!-- superseded by m-… (path#Ln) -->`` or ``<!-- duplicate of m-… (path#Ln) -->``,
-which markdown viewers hide, ids ignore (``memory_ids.py``), and search and recall read (the
+which markdown viewers hide, ids ignore (``core/memory_ids.py``), and search and recall read (the
 item sinks in search and is never recalled).
 
 Offline rules, on list items of ``memory/**`` (``MEMORY.md`` is the owner's curated file: its
@@ -18,8 +18,8 @@ items can retire others, but are never marked):
   file or a trailing ``(YYYY-MM-DD)``) are compared by time; the earlier one is marked.
 
 An item is only retired in favour of one seen wherever it is seen: of its own scope, or global
-(``scopes.py``); a project's note never hides a global one, nor one of another project; and an
-item of a shared file never in favour of one in a private file (``privacy.py``), whose citation
+(``core/scopes.py``); a project's note never hides a global one, nor one of another project; and an
+item of a shared file never in favour of one in a private file (``core/privacy.py``), whose citation
 the mark would write into the shared file.
 """
 
@@ -31,17 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcp_memory.analysis import keyword_tokens
-from mcp_memory.consolidation_judge import CANDIDATE_COSINE, MAX_PAIRS, ChatJudge, JudgeError
+from mcp_memory.core.analysis import keyword_tokens
+from mcp_memory.core.hits import cite
+from mcp_memory.core.memory_ids import retired_by, split_memories
+from mcp_memory.core.opposites import opposed
+from mcp_memory.core.scopes import may_retire
+from mcp_memory.core.workspace import read_text
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
-from mcp_memory.engine import Engine
-from mcp_memory.hits import cite
-from mcp_memory.memory_ids import retired_by, split_memories
-from mcp_memory.opposites import opposed
-from mcp_memory.scopes import may_retire
-from mcp_memory.similarity import memory_body
-from mcp_memory.workspace import read_text
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.similarity import memory_body
+from mcp_memory.lifecycle.consolidation_judge import CANDIDATE_COSINE, MAX_PAIRS, ChatJudge, JudgeError
 
 SUPERSEDE_COSINE = 0.8
 SUPERSEDE_COSINE_WITH_CUE = 0.65

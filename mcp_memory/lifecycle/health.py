@@ -10,11 +10,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mcp_memory.engine import Engine
+from mcp_memory.core.reading import Reader
 from mcp_memory.index.doctor import DoctorReport, diagnose
+from mcp_memory.index.engine import Engine
 from mcp_memory.index.sync import Progress
-from mcp_memory.reading import Reader
-from mcp_memory.rules import pinned_rules
+from mcp_memory.lifecycle.rules import pinned_rules
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StatusReport:
     # Pinned rules: {"pinning": bool, "pinned": count, "warnings": [...]}; None in the reduced view.
     rules: dict[str, Any] | None = None
     shared_vectors: str | None = None  # the object-store URI of the vector table machines share
-    # Line vectors of precision search ({"lines", "embedded"}); None when there are none (line_vectors.py).
+    # Line vectors of precision search ({"lines", "embedded"}); None when there are none (index/line_vectors.py).
     line_vectors: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:

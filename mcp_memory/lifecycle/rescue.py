@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING, Any
 from mcp_memory.capture.facts import Fact
 from mcp_memory.capture.filters import Skipped, check_fact, preview, strip_recall_blocks
 from mcp_memory.capture.tasks import is_task, marked_task
+from mcp_memory.core.hits import MemoryLine
+from mcp_memory.core.ledger import Ledger, clean_key
+from mcp_memory.core.scopes import check_name, daily_path, seen_from
+from mcp_memory.core.transcripts import MAX_TRANSCRIPT_LINE, Message, claude_record, content_text
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.hits import MemoryLine
-from mcp_memory.ledger import Ledger, clean_key
+from mcp_memory.index.similarity import memory_body
 from mcp_memory.safety import clean_memory_text
-from mcp_memory.scopes import check_name, daily_path, seen_from
-from mcp_memory.similarity import memory_body
-from mcp_memory.transcripts import MAX_TRANSCRIPT_LINE, Message, claude_record, content_text
 
 if TYPE_CHECKING:
-    from mcp_memory.edits import Editor
-    from mcp_memory.engine import Engine
-    from mcp_memory.similarity import Similarity
+    from mcp_memory.index.engine import Engine
+    from mcp_memory.index.similarity import Similarity
+    from mcp_memory.writes.edits import Editor
 
 MAX_ITEMS = 20
 MAX_CHARS = 300

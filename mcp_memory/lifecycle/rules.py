@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from mcp_memory.config import Settings
+from mcp_memory.core.ledger import clean_key
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.workspace import Workspace, read_text
 from mcp_memory.errors import PathError
-from mcp_memory.ledger import clean_key
-from mcp_memory.reading import Reader
 from mcp_memory.safety import clean_memory_text, find_secrets, normalise_for_filters
-from mcp_memory.workspace import Workspace, read_text
 
 if TYPE_CHECKING:
-    from mcp_memory.ledger import Ledger
+    from mcp_memory.core.ledger import Ledger
 
 MAX_BLOCK_BYTES = 64 * 1024  # a larger block is refused whole
 MAX_RULES = 50  # rules past this many are not pinned

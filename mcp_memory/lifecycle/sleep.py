@@ -6,8 +6,8 @@ In order:
 
 1. consolidation (``consolidation.py``): memories said twice kept once, a changed statement
    retiring the old one, each marked in place (never deleted, never reworded);
-2. utility decays toward neutral (``utility.py``);
-3. the experience graph: duplicate chains merged, stale ones archived (``graph_upkeep.py``);
+2. utility decays toward neutral (``core/utility.py``);
+3. the experience graph: duplicate chains merged, stale ones archived (``experience/graph_upkeep.py``);
 4. logs: ``hooks.log`` lines and ledger rows older than ``log_days`` dropped;
 5. the vector table compacted;
 6. a note for the next session (``<index_dir>/sleep-note.md``): what changed, open decisions,
@@ -33,17 +33,17 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
-from mcp_memory.consolidation import Retirement, collect_items, plan_retirements
-from mcp_memory.consolidation_judge import ChatJudge
-from mcp_memory.edits import Editor
-from mcp_memory.engine import Engine
+from mcp_memory.core.ledger import Ledger
+from mcp_memory.core.utility import DecayReport, UtilityStore
+from mcp_memory.core.workspace import decode_memory_bytes
 from mcp_memory.errors import PathError
-from mcp_memory.experience import EXPERIENCE_FILE
-from mcp_memory.graph_upkeep import ARCHIVE_FILE, ChainMove, apply_graph_upkeep, plan_graph_upkeep
-from mcp_memory.ledger import Ledger
-from mcp_memory.similarity import Similarity
-from mcp_memory.utility import DecayReport, UtilityStore
-from mcp_memory.workspace import decode_memory_bytes
+from mcp_memory.experience.graph import EXPERIENCE_FILE
+from mcp_memory.experience.graph_upkeep import ARCHIVE_FILE, ChainMove, apply_graph_upkeep, plan_graph_upkeep
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.similarity import Similarity
+from mcp_memory.lifecycle.consolidation import Retirement, collect_items, plan_retirements
+from mcp_memory.lifecycle.consolidation_judge import ChatJudge
+from mcp_memory.writes.edits import Editor
 
 log = logging.getLogger(__name__)
 

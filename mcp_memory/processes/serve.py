@@ -19,15 +19,15 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_memory.allocators import tune_for_long_running
-from mcp_memory.bridge import BridgeServer
+from mcp_memory.clients.hooks import handle_request
 from mcp_memory.config import Settings
-from mcp_memory.hooks import handle_request
-from mcp_memory.scopes import ScopeError, check_name
+from mcp_memory.core.scopes import ScopeError, check_name
+from mcp_memory.core.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
+from mcp_memory.runtime.allocators import tune_for_long_running
+from mcp_memory.runtime.bridge import BridgeServer
+from mcp_memory.runtime.service import MemoryService
+from mcp_memory.runtime.stdio import run_stdio
 from mcp_memory.server import create_server
-from mcp_memory.service import MemoryService
-from mcp_memory.stdio import run_stdio
-from mcp_memory.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
 
 log = logging.getLogger(__name__)
 

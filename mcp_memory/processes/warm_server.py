@@ -1,9 +1,9 @@
-"""``mcp-memory warm``: the one warm process of a workspace (see ``warm.py`` for the picture).
+"""``mcp-memory warm``: the one warm process of a workspace (see ``runtime/warm.py`` for the picture).
 
 It opens the memory once (index, snapshot, model) and serves, on one loopback port:
 
 * hook requests, exactly as the bridge of a ``serve`` does (``hooks.handle_request``);
-* MCP clients: a stdio front (``front.py``) opens an authenticated stream (``bridge.open_stream``)
+* MCP clients: a stdio front (``runtime/front.py``) opens an authenticated stream (``bridge.open_stream``)
   and from then on the connection carries the client's JSON-RPC lines both ways. Each
   connection gets an ``MCPServer`` of its own (``create_server``), so its sessions, episodes,
   privacy (a ``--shared`` front) and default scope (the stream request's ``scope``) are its
@@ -33,9 +33,9 @@ import anyio.lowlevel
 from filelock import FileLock, Timeout
 
 from mcp_memory import __version__
-from mcp_memory.bridge import STREAM_OP, BridgeServer
 from mcp_memory.config import Settings
-from mcp_memory.warm import WARM_ROLE, lock_path, settings_digest
+from mcp_memory.runtime.bridge import STREAM_OP, BridgeServer
+from mcp_memory.runtime.warm import WARM_ROLE, lock_path, settings_digest
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class WarmProcess:
         self._token: Any = None
         self._spawn: Any = None  # the task group's start_soon, once the loop runs
         self._bridge: BridgeServer | None = None
-        from mcp_memory.service import MemoryService
+        from mcp_memory.runtime.service import MemoryService
 
         self.service = MemoryService(settings, sleep=True, start_delay=0.0)
 
@@ -131,7 +131,7 @@ class WarmProcess:
 
     # ----- hooks -----------------------------------------------------------------------------
     def _hook_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        from mcp_memory.hooks import handle_request
+        from mcp_memory.clients.hooks import handle_request
 
         self._touch()
         try:
@@ -165,8 +165,8 @@ class WarmProcess:
             conn.close()
 
     async def _serve_client(self, conn: socket.socket, shared: bool, scope: str | None = None) -> None:
+        from mcp_memory.runtime.stdio import serve_lines
         from mcp_memory.server import create_server
-        from mcp_memory.stdio import serve_lines
 
         writer: asyncio.StreamWriter | None = None
         try:
@@ -192,7 +192,7 @@ class WarmProcess:
 
 def _stream_scope(request: dict[str, Any]) -> str | None:
     """The default scope a front sent with its stream; None when it sent none, or no scope name."""
-    from mcp_memory.scopes import ScopeError, check_name
+    from mcp_memory.core.scopes import ScopeError, check_name
 
     value = request.get("scope")
     if value is None or value == "":

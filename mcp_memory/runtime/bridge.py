@@ -8,7 +8,7 @@ prompt hook may add, while the MCP server the same client started has them warm.
 and the identity of the process (boot id and start time, where ``/proc`` tells them). When
 no server answers, the hook falls back to working in-process (keyword-only for recall).
 
-The warm process of a workspace (``warm_server.py``) runs the same bridge with one more
+The warm process of a workspace (``processes/warm_server.py``) runs the same bridge with one more
 operation: a request ``{"op": "stream", ...}`` that it accepts turns its connection, after the
 proven reply, into a stream of MCP JSON-RPC lines to and from a stdio front (``front.py``).
 
@@ -275,7 +275,7 @@ class BridgeServer:
             return self._refusal(f"bad request: {exc}"), None
         nonce, body, mac = envelope.get("nonce"), envelope.get("body"), envelope.get("mac")
         if not (_is_hex(nonce, NONCE_HEX) and isinstance(body, str) and _is_hex(mac, MAC_HEX)):
-            return self._refusal("bad request: expected nonce, body and mac (see mcp_memory.bridge)"), None
+            return self._refusal("bad request: expected nonce, body and mac (see mcp_memory.runtime.bridge)"), None
         if not hmac.compare_digest(_mac(self.token, _REQUEST_LABEL, challenge, nonce, body), mac):
             return self._refusal("bad token"), None
         # Authenticated from here on: every reply carries a proof.

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from mcp_memory import __version__
-from mcp_memory.bridge import BridgeError, loggable, open_stream
 from mcp_memory.config import Settings
-from mcp_memory.warm import CALL_KEY, LOG_FILE, ensure_warm, find_warm, settings_digest, start_warm
+from mcp_memory.runtime.bridge import BridgeError, loggable, open_stream
+from mcp_memory.runtime.warm import CALL_KEY, LOG_FILE, ensure_warm, find_warm, settings_digest, start_warm
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ STREAM_TIMEOUT = 5.0
 ANSWER_TIMEOUT = 10.0  # seconds to let the warm process answer once the client has hung up
 REPLAYED = ("resources/subscribe", "resources/unsubscribe", "logging/setLevel")
 _PRIVATE_ID = "mcp-memory-front-"
-LISTING_PATH = Path(__file__).with_name("server") / "listing.json"  # read as a file: the package imports the SDK
+LISTING_PATH = Path(__file__).parents[1] / "server" / "listing.json"  # read as a file: the package imports the SDK
 SDK_PACKAGE = "mcp"
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"

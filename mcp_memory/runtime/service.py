@@ -163,11 +163,11 @@ class MemoryService:
                          len(report.chains_moved))
 
     def _git_sync_every(self, memory: Memory) -> None:
-        """Sync the notes through git now and every ``[sync] interval_minutes`` (see ``git_sync.py``).
+        """Sync the notes through git now and every ``[sync] interval_minutes`` (see ``team/git_sync.py``).
 
         A failure (remote unreachable, say) is logged and tried again at the next interval.
         """
-        from mcp_memory.git_sync import GitSyncError
+        from mcp_memory.team.git_sync import GitSyncError
 
         interval = self.settings.sync.interval_minutes * 60
         while not self._stop.is_set():

@@ -2,7 +2,7 @@
 
 Loading the index and the embedding model costs seconds and hundreds of megabytes, so one
 process per workspace and user pays it for everyone: ``mcp-memory warm`` (see
-``warm_server.py``). The stdio servers of that workspace become thin fronts forwarding MCP
+``processes/warm_server.py``). The stdio servers of that workspace become thin fronts forwarding MCP
 messages to it (``front.py``), and the hooks ask it through the bridge. It exits after
 ``[warm] idle_minutes`` with no client and no request.
 
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_memory import __version__
-from mcp_memory.bridge import BRIDGE_DIRNAME, BridgeInfo, bridge_infos, owner_state
 from mcp_memory.config import Settings
+from mcp_memory.runtime.bridge import BRIDGE_DIRNAME, BridgeInfo, bridge_infos, owner_state
 
 log = logging.getLogger(__name__)
 

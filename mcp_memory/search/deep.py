@@ -22,14 +22,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
-from mcp_memory.analysis import QUERY_STOPWORDS, TermAnalyzer, keyword_tokens
 from mcp_memory.config import Settings
-from mcp_memory.engine import Engine
-from mcp_memory.hits import SearchAnswer, SearchHit
-from mcp_memory.precision import PrecisionSearch, result_count
-from mcp_memory.requests import SearchRequest
-from mcp_memory.rerank.local import LocalReranker
-from mcp_memory.search import Ranking
+from mcp_memory.core.analysis import QUERY_STOPWORDS, TermAnalyzer, keyword_tokens
+from mcp_memory.core.hits import SearchAnswer, SearchHit
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.hybrid import Ranking
+from mcp_memory.search.precision import PrecisionSearch, result_count
+from mcp_memory.search.rerank.local import LocalReranker
 
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
 MAX_CONCEPTS = 4

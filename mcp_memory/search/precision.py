@@ -1,10 +1,10 @@
 """Precision search: the hybrid search's best candidates, read again together with the query.
 
-The first stage (``search.py``) ranks chunks by BM25 and one vector per chunk; it is fast
+The first stage (``index/hybrid.py``) ranks chunks by BM25 and one vector per chunk; it is fast
 but coarse. Here its top ``rerank.candidates`` hits, undiversified, go to a ``Reranker``
-(``rerank/``): offline by default, a cross-encoder endpoint or a chat model when configured.
+(``search/rerank/``): offline by default, a cross-encoder endpoint or a chat model when configured.
 A remote reranker that fails costs a warning, never the answer: the local one takes over.
-Utility (how much a memory helped before, ``utility.py``) weighs in at ``_weigh``, after the
+Utility (how much a memory helped before, ``core/utility.py``) weighs in at ``_weigh``, after the
 reranker: the candidates are the first stage's unweighed order, so it counts once.
 """
 
@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mcp_memory.config import Settings
-from mcp_memory.engine import Engine
+from mcp_memory.core.hits import SearchAnswer
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.utility import weighted
 from mcp_memory.errors import SearchError
-from mcp_memory.hits import SearchAnswer
-from mcp_memory.requests import SearchRequest
-from mcp_memory.rerank.base import RerankCandidate, Reranker, RerankError
-from mcp_memory.search import Ranking
-from mcp_memory.utility import weighted
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.hybrid import Ranking
+from mcp_memory.search.rerank.base import RerankCandidate, Reranker, RerankError
 
 log = logging.getLogger(__name__)
 

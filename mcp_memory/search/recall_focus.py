@@ -2,7 +2,7 @@
 
 A search hit is a chunk (a dozen bullets under a heading) narrowed to the lines around its best
 line. Recall injects text before every answer, so it shows less: the memory (list item,
-paragraph, table row) the hit is named by (``memory_ids.py``), and any other memory of the
+paragraph, table row) the hit is named by (``core/memory_ids.py``), and any other memory of the
 narrowed lines that matches the prompt at least as well, each cited on its own lines. Two kinds
 of text are the product's own bookkeeping, not memories, and are never shown unless the prompt
 asks about past sessions:
@@ -18,11 +18,11 @@ import functools
 import re
 from dataclasses import replace
 
-from mcp_memory.analysis import TermAnalyzer
-from mcp_memory.episodes import EPISODES_DIR
-from mcp_memory.hits import SearchHit
-from mcp_memory.memory_ids import retired_by, without_marks
-from mcp_memory.memory_lookup import LocatedMemory, MemoryLookup
+from mcp_memory.core.analysis import TermAnalyzer
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_ids import retired_by, without_marks
+from mcp_memory.core.memory_lookup import LocatedMemory, MemoryLookup
+from mcp_memory.experience.episodes import EPISODES_DIR
 
 MAX_EXTRA = 2  # memories shown beside the one a hit is named by
 _CJK_CHAR = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")

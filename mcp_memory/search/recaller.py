@@ -2,10 +2,10 @@
 
 Candidates come from search (or, for a hook with no server running, from the keyword index
 and the files alone, without loading the vector index or the model). The gate in
-``recall.py`` keeps those related to the prompt in absolute terms. A session's first recall
+``core/recall.py`` keeps those related to the prompt in absolute terms. A session's first recall
 adds the user's standing rules closest to the prompt (the primer), and memories shown in the
 session's last few turns are left out (the ledger remembers them). ``recall_focus.py`` cuts
-each hit down to the memories that matched, without the product's bookkeeping; ``recall.py``
+each hit down to the memories that matched, without the product's bookkeeping; ``core/recall.py``
 formats the block.
 """
 
@@ -15,20 +15,20 @@ import re
 from collections.abc import Callable
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
-from mcp_memory.chunking import Chunk, chunk_markdown
-from mcp_memory.engine import Engine
+from mcp_memory.core.chunking import Chunk, chunk_markdown
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.ledger import Ledger, clean_key
+from mcp_memory.core.memory_ids import retired_by
+from mcp_memory.core.recall import fit_to_budget, is_relevant, recall_key
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.errors import PathError
-from mcp_memory.hits import SearchHit
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.hybrid import HybridSearcher
 from mcp_memory.index.keywords import KeywordIndex
-from mcp_memory.ledger import Ledger, clean_key
-from mcp_memory.memory_ids import retired_by
-from mcp_memory.recall import fit_to_budget, is_relevant, recall_key
-from mcp_memory.recall_focus import focus
-from mcp_memory.requests import SearchRequest
-from mcp_memory.scopes import ScopeFilter
-from mcp_memory.search import HybridSearcher
-from mcp_memory.similarity import Similarity, memory_body
-from mcp_memory.snapshot import SearchSnapshot
+from mcp_memory.index.similarity import Similarity, memory_body
+from mcp_memory.index.snapshot import SearchSnapshot
+from mcp_memory.search.recall_focus import focus
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
 _STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)

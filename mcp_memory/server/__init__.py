@@ -11,7 +11,7 @@ thread-safe for concurrent searches and serialises edits.
 * ``events.py``: change notifications for memory files;
 * ``sessions.py``: the tool calls of each session, written as an episode when it ends;
 * ``context.py``: ``ServerContext``, the state they share;
-* ``serve.py``: ``mcp-memory serve`` (tokens, host checks, the hook bridge, the transport).
+* ``processes/serve.py``: ``mcp-memory serve`` (tokens, host checks, the hook bridge, the transport).
 
 Importing this package does not import ``mcp_memory.memory`` (LanceDB, NumPy): the service
 opens the engine in the background, after the protocol handshake.
@@ -26,7 +26,8 @@ from mcp.server import MCPServer
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
-from mcp_memory.privacy import PrivacyRules
+from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server.auth import StaticTokenVerifier, auth_options, may_see_private, scope_limit
 from mcp_memory.server.context import ServerContext
 from mcp_memory.server.episode_tools import register_episode_tools
@@ -39,7 +40,6 @@ from mcp_memory.server.resources import file_uri, register_resources
 from mcp_memory.server.sessions import SessionTracker
 from mcp_memory.server.tools import register_tools
 from mcp_memory.server.utility_tools import register_utility_tools
-from mcp_memory.service import MemoryService
 
 __all__ = ["INSTRUCTIONS", "ServerContext", "StaticTokenVerifier", "create_server", "file_uri"]
 
@@ -79,7 +79,7 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
     a team bot: no private files) and ``scoped_tokens`` (token → the one scope it may use) turn
     on bearer authentication (HTTP, SSE). ``shared`` treats every caller of this server as
     shared (a stdio server started for a team bot). ``scope`` is the default scope of the
-    callers' stores and searches (None: the global memory; see ``scopes.py``).
+    callers' stores and searches (None: the global memory; see ``core/scopes.py``).
     """
     bus = FileEventBus(lambda: may_see_private(None, shared),
                        PrivacyRules.from_settings(settings.privacy.private_paths).is_private,

@@ -3,7 +3,7 @@
 Four kinds of token: a full token reads, writes and sees the private files; a read-only
 token searches and reads (private files included) but cannot edit; a shared token (a group
 chat, a team bot) reads and writes but never sees the files of ``privacy.private_paths``; a
-scoped token is a shared token limited to one scope (``scopes.py``): it sees that scope and the
+scoped token is a shared token limited to one scope (``core/scopes.py``): it sees that scope and the
 global memory, never another scope, and writes into its scope only.
 A transport without authentication (stdio) has no token: its caller is the user, who may do
 everything unless the whole server is shared.
@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl
 
-from mcp_memory.tokens import usable
+from mcp_memory.core.tokens import usable
 
 SCOPE_READ = "memory"
 SCOPE_WRITE = "memory:write"
@@ -59,7 +59,7 @@ def auth_options(token: str | None, read_only_tokens: list[str] | tuple[str, ...
     """The ``MCPServer`` keyword arguments that require these tokens; none when no token is usable.
 
     ``scoped_tokens`` maps a token to the one scope it is limited to."""
-    # A blank token is no token (tokens.py): it never opens the server, whoever passes it.
+    # A blank token is no token (core/tokens.py): it never opens the server, whoever passes it.
     tokens = {t.strip(): [SCOPE_READ, SCOPE_WRITE, SCOPE_LIMIT + scope]
               for t, scope in (scoped_tokens or {}).items() if usable([t])}
     tokens.update({t: [SCOPE_READ, SCOPE_WRITE] for t in usable(shared_tokens)})

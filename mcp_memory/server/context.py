@@ -10,10 +10,10 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_memory.config import Settings
-from mcp_memory.scopes import ScopeFilter
+from mcp_memory.core.scopes import ScopeFilter
+from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import scoping
 from mcp_memory.server.auth import may_see_private
-from mcp_memory.service import MemoryService
 
 if TYPE_CHECKING:  # importing mcp_memory.memory loads LanceDB and NumPy: for annotations only
     from mcp_memory.memory import Memory

@@ -19,7 +19,7 @@ import anyio.lowlevel
 from mcp.server import MCPServer
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
-from mcp_memory.scopes import ScopeFilter
+from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.server.resources import file_uri
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The experience graph tools: log a cause → action → effect chain, query the chains, sum them up.
 
-The chains live in ``memory/experience.md`` (``experience.py``). Logging is an edit (refused to a
+The chains live in ``memory/experience.md`` (``experience/graph.py``). Logging is an edit (refused to a
 read-only token); a caller that may not see the experience file, when ``privacy.private_paths``
 makes it private, gets nothing from it and cannot log to it.
 

@@ -2,7 +2,7 @@
 
 An MCP client opens with ``initialize`` (or ``server/discover``) and the lists of tools, prompts
 and resources, and some build their first model request from them at once. The stdio front
-(``front.py``) answers these itself, without the MCP SDK, from ``listing.json``: the exact
+(``runtime/front.py``) answers these itself, without the MCP SDK, from ``listing.json``: the exact
 results this package's server gives, in every protocol version the SDK speaks, recorded here by
 driving ``create_server`` over JSON-RPC lines the same way the warm process serves a front
 (``stdio.serve_lines``).
@@ -88,9 +88,9 @@ def _requests(protocol: str) -> list[dict[str, Any]]:
 
 async def _record(settings: Settings, shared: bool, scope: str | None, protocol: str) -> dict[str, Any]:
     """Serve one connection of ``protocol`` and return each recorded method's result."""
+    from mcp_memory.runtime.service import MemoryService
+    from mcp_memory.runtime.stdio import serve_lines
     from mcp_memory.server import create_server
-    from mcp_memory.service import MemoryService
-    from mcp_memory.stdio import serve_lines
 
     server = create_server(settings, MemoryService(settings), shared=shared, scope=scope)
     requests = _requests(protocol)

@@ -15,8 +15,8 @@ from typing import Annotated, Any, get_type_hints
 
 from pydantic import BaseModel, Field, field_validator
 
-from mcp_memory.hits import MemoryLine, SearchHit
-from mcp_memory.reading import FileLines
+from mcp_memory.core.hits import MemoryLine, SearchHit
+from mcp_memory.core.reading import FileLines
 
 # SearchHit's absolute relevance signals: the hooks read them, clients get the fused score only.
 RELEVANCE_SIGNALS = ("keyword_coverage", "vector_similarity")

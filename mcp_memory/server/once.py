@@ -1,6 +1,6 @@
 """A tool call sent again is answered once: the middleware behind the front's retries.
 
-A stdio front (``front.py``) sends again the requests a dying warm process left unanswered.
+A stdio front (``runtime/front.py``) sends again the requests a dying warm process left unanswered.
 Each ``tools/call`` it forwards carries a fresh key in ``params._meta["io.mcp-memory/call"]``,
 the same key on every retry. For a tool that writes (not marked read-only), this middleware
 records the result under that key once the call returns, and answers a key it has seen with
@@ -30,8 +30,8 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from pydantic import BaseModel
 
-from mcp_memory.sqlite import open_shared
-from mcp_memory.warm import CALL_KEY
+from mcp_memory.core.sqlite import open_shared
+from mcp_memory.runtime.warm import CALL_KEY
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from mcp_memory.core.hits import cite
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.hits import cite
-from mcp_memory.rescue import checked_transcript_path
+from mcp_memory.lifecycle.rescue import checked_transcript_path
 from mcp_memory.server.auth import require_write
 from mcp_memory.server.context import ServerContext
 from mcp_memory.server.models import ChatMessage

@@ -1,4 +1,4 @@
-"""Which scopes a caller of the server reads and writes (see ``scopes.py`` for what a scope is).
+"""Which scopes a caller of the server reads and writes (see ``core/scopes.py`` for what a scope is).
 
 Three things decide, the most binding first:
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mcp_memory.core.privacy import not_shared
+from mcp_memory.core.scopes import ScopeError, ScopeFilter, confine, read_filter, write_scope
 from mcp_memory.errors import PathError
-from mcp_memory.privacy import not_shared
-from mcp_memory.scopes import ScopeError, ScopeFilter, confine, read_filter, write_scope
 from mcp_memory.server.auth import scope_limit
 
 SEARCH_SCOPE = ("Scope to search besides the global memory: a project or agent name, several joined by commas, "

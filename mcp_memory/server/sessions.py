@@ -14,7 +14,7 @@ It ends, and its episode is written if it did real work (``episodes.is_real_work
   SSE connection closes, an in-memory client leaves.
 
 A server knows no client-side session key, so the episode writer merges its record with the
-hook's by client and time window (see ``episodes.py``).
+hook's by client and time window (see ``experience/episodes.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from pydantic import BaseModel
 
-from mcp_memory.episodes import SERVER, Episode, is_real_work, normal_client, note_tool_result
+from mcp_memory.experience.episodes import SERVER, Episode, is_real_work, normal_client, note_tool_result
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The tools: search (default, precision and deep), get, store, forget, capture, recall and status.
 
-Every search, store, capture and recall takes an optional ``scope`` (``scopes.py``): searches
+Every search, store, capture and recall takes an optional ``scope`` (``core/scopes.py``): searches
 cover it plus the global memory, writes go into it; the connection's default scope applies
 when none is named, and a scoped token never reaches past its own (``scoping.py``).
 
@@ -35,8 +35,13 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_memory.config import CaptureSettings, RerankSettings
+from mcp_memory.core.requests import SearchRequest
+from mcp_memory.core.transcripts import (
+    TranscriptError,
+    message_from_record,
+    messages_from_json,
+)
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
-from mcp_memory.requests import SearchRequest
 from mcp_memory.server.auth import require_write
 from mcp_memory.server.context import ServerContext
 from mcp_memory.server.models import (
@@ -54,11 +59,6 @@ from mcp_memory.server.models import (
     StoreResultModel,
 )
 from mcp_memory.server.scoping import SEARCH_SCOPE, WRITE_SCOPE, check_visible, removable
-from mcp_memory.transcripts import (
-    TranscriptError,
-    message_from_record,
-    messages_from_json,
-)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -135,7 +135,7 @@ def _register_precision_search(server: MCPServer, app: ServerContext) -> None:
         again together with the query and reordered, so the first few hits are the right ones. Slower than
         memory_search; ask for few hits (top_k). Each hit cites path#Lstart-Lend."""
         # Lazy: the reranker module is only needed once a precision search runs.
-        from mcp_memory.rerank.llm import SampledReranker
+        from mcp_memory.search.rerank.llm import SampledReranker
 
         try:
             request = SearchRequest.of(query, max_results=top_k, min_score=min_score, path_prefix=path_prefix,
@@ -313,7 +313,7 @@ def _register_status(server: MCPServer, app: ServerContext) -> None:
     @server.tool(title="Memory status", annotations=READ_ONLY)
     def memory_status(ctx: Context | None = None) -> dict[str, Any]:
         """Files, chunks, embedder, share embedded, last sync, any degraded mode, and the processes serving."""
-        from mcp_memory.warm import serving_processes
+        from mcp_memory.runtime.warm import serving_processes
 
         status = app.memory().status(include_private=app.include_private(ctx)).to_dict()
         return {**status, "processes": serving_processes(app.settings)}
@@ -362,7 +362,7 @@ async def rerank_sampling(app: ServerContext, request: SearchRequest,
     costs a warning instead of failing the whole call.
     """
     # Lazy: the reranker module is only needed once a precision search samples.
-    from mcp_memory.rerank.llm import listwise_prompt
+    from mcp_memory.search.rerank.llm import listwise_prompt
 
     unavailable = SamplingSkipped("the client offers no sampling, so the local reranker ordered these hits "
                                   "(set rerank.model to rerank with a chat model of your own)")

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mcp_memory.git_cli import Git
+from mcp_memory.team.git_cli import Git
 
 __all__ = ["GitConflict", "settle_conflicts"]
 

@@ -39,9 +39,9 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
-from mcp_memory.git_cli import Git, GitSyncError
-from mcp_memory.git_conflicts import GitConflict, settle_conflicts
-from mcp_memory.workspace import Workspace
+from mcp_memory.core.workspace import Workspace
+from mcp_memory.team.git_cli import Git, GitSyncError
+from mcp_memory.team.git_conflicts import GitConflict, settle_conflicts
 
 __all__ = ["GitConflict", "GitSyncError", "GitSyncReport", "sync_workspace"]
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.sqlite import open_shared
+from mcp_memory.core.sqlite import open_shared
 
 log = logging.getLogger(__name__)
 

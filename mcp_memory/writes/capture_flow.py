@@ -32,14 +32,14 @@ from mcp_memory.capture import (
 from mcp_memory.capture.facts import with_date
 from mcp_memory.capture.filters import preview
 from mcp_memory.capture.tasks import is_task
-from mcp_memory.edits import Editor
-from mcp_memory.engine import Engine
-from mcp_memory.hits import MemoryLine
-from mcp_memory.ledger import Ledger, clean_key
+from mcp_memory.core.hits import MemoryLine
+from mcp_memory.core.ledger import Ledger, clean_key
+from mcp_memory.core.scopes import check_name, daily_path, seen_from
+from mcp_memory.core.transcripts import Message
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.similarity import Similarity, memory_body
 from mcp_memory.safety import clean_memory_text
-from mcp_memory.scopes import check_name, daily_path, seen_from
-from mcp_memory.similarity import Similarity, memory_body
-from mcp_memory.transcripts import Message
+from mcp_memory.writes.edits import Editor
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Writing memory: store one bullet, forget one line, and keep the index in step.
 
-Every edit appends or removes lines atomically under the workspace lock (``workspace.py``),
+Every edit appends or removes lines atomically under the workspace lock (``core/workspace.py``),
 then syncs the edited file and waits for its new rows' vectors, so a search right after an
 edit finds it. Stores that queue behind the edit lock are written as one group: one append
 per file, one sync and one embedding pass (group commit). Text is refused when it carries a
@@ -15,14 +15,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from mcp_memory.engine import Engine
+from mcp_memory.core.hits import MemoryLine
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.hits import MemoryLine
-from mcp_memory.reading import Reader
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.similarity import Similarity
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.safety.lines import checked_line
-from mcp_memory.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
-from mcp_memory.similarity import Similarity
 
 MAX_MEMORY_CHARS = 4000
 EDIT_EMBED_WAIT = 15.0  # at most this long store/capture wait for their new rows' vectors

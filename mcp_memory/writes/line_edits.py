@@ -9,12 +9,12 @@ that reads as instructions, no control characters).
 
 from __future__ import annotations
 
-from mcp_memory.edits import MAX_MEMORY_CHARS, Editor
+from mcp_memory.core.hits import MemoryLine
+from mcp_memory.core.reading import Reader
+from mcp_memory.core.workspace import decode_memory_bytes
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.hits import MemoryLine
-from mcp_memory.reading import Reader
 from mcp_memory.safety.lines import checked_line
-from mcp_memory.workspace import decode_memory_bytes
+from mcp_memory.writes.edits import MAX_MEMORY_CHARS, Editor
 
 MAX_INDENT = 16  # leading spaces kept from the edited text (a nested bullet stays nested)
 

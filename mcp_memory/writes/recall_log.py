@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.activity import ActivityTable, json_list, safe_text
-from mcp_memory.hits import SearchHit, cite
+from mcp_memory.core.hits import SearchHit, cite
 from mcp_memory.safety import redact_secrets
+from mcp_memory.writes.activity import ActivityTable, json_list, safe_text
 
 MAX_PROMPT = 500
 MAX_SNIPPET = 240

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp_memory.activity import ActivityTable, json_list, safe_text
-from mcp_memory.hits import MemoryLine
+from mcp_memory.core.hits import MemoryLine
+from mcp_memory.writes.activity import ActivityTable, json_list, safe_text
 
 if TYPE_CHECKING:
-    from mcp_memory.capture_flow import CaptureResult
-    from mcp_memory.edits import StoreResult
+    from mcp_memory.writes.capture_flow import CaptureResult
+    from mcp_memory.writes.edits import StoreResult
 
 MAX_TEXT = 300  # characters of one logged line or skipped text
 

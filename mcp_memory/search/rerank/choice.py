@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 from mcp_memory.config import Settings
-from mcp_memory.engine import Engine
-from mcp_memory.line_vectors import LineVectors
-from mcp_memory.rerank.base import Reranker
-from mcp_memory.rerank.local import LocalReranker
+from mcp_memory.index.engine import Engine
+from mcp_memory.index.line_vectors import LineVectors
+from mcp_memory.search.rerank.base import Reranker
+from mcp_memory.search.rerank.local import LocalReranker
 
 
 class Rerankers:
@@ -37,11 +37,11 @@ class Rerankers:
     def _build(self) -> Reranker | None:
         r = self.settings.rerank
         if r.provider == "http":
-            from mcp_memory.rerank.http import HttpReranker
+            from mcp_memory.search.rerank.http import HttpReranker
 
             return HttpReranker(r.base_url, r.model, r.api_key, r.timeout, r.retries)
         if r.provider == "llm" and r.model:
-            from mcp_memory.rerank.llm import ChatReranker
+            from mcp_memory.search.rerank.llm import ChatReranker
 
             return ChatReranker(r.base_url, r.model, r.api_key, r.timeout, r.retries)
         return None

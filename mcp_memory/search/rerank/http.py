@@ -23,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from mcp_memory.rerank.base import RerankCandidate, RerankError
-from mcp_memory.retries import retry_after_seconds
+from mcp_memory.core.retries import retry_after_seconds
+from mcp_memory.search.rerank.base import RerankCandidate, RerankError
 
 MAX_DOCUMENT_CHARS = 4000  # cross-encoders read ~512 tokens; more only costs upload and server time
 _BASE_DELAY = 0.25  # first retry pause; doubles per attempt

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcp_memory.rerank.base import RerankCandidate, RerankError
+from mcp_memory.search.rerank.base import RerankCandidate, RerankError
 
 if TYPE_CHECKING:
     import openai

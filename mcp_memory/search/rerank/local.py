@@ -8,10 +8,10 @@ answers the question. This stage reads each candidate line by line:
   count most) found within two adjacent lines, the best such window of the chunk;
 * **phrases**: the share of the query's adjacent word pairs (stemmed) found in one line, so
   "masterpiece on wheels" beats a line that has the three words apart;
-* **dates**: when the query names a day, month or year (``periods.py``), daily files of
+* **dates**: when the query names a day, month or year (``core/periods.py``), daily files of
   that period, or just after it, rise;
 * the first stage's own fused score, which carries the semantic match;
-* **closest line** (when line vectors exist, ``line_vectors.py``): how close the query is to
+* **closest line** (when line vectors exist, ``index/line_vectors.py``): how close the query is to
   the candidate's best line by multilingual-e5, spread over the candidates.
 
 Word evidence (lines, phrases) counts only when some candidate holds a good share of the
@@ -30,10 +30,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 
-from mcp_memory.analysis import TermAnalyzer
-from mcp_memory.line_vectors import LineVectors
-from mcp_memory.periods import date_closeness, query_periods
-from mcp_memory.rerank.base import RerankCandidate
+from mcp_memory.core.analysis import TermAnalyzer
+from mcp_memory.core.periods import date_closeness, query_periods
+from mcp_memory.index.line_vectors import LineVectors
+from mcp_memory.search.rerank.base import RerankCandidate
 
 FIRST_STAGE_WEIGHT = 0.6
 LINE_EVIDENCE_WEIGHT = 0.4
