@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Private whatever the settings say: transcripts (``[sessions] paths``) and derived records of private sources.
-PRIVATE_RECORDS_DIR = "memory/episodes/private"
+EPISODES_DIR = "memory/episodes"  # one markdown record per session (experience/episodes.py)
+PRIVATE_RECORDS_DIR = EPISODES_DIR + "/private"
 OWNER_ONLY = ("*.jsonl", PRIVATE_RECORDS_DIR + "/*")
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp_memory.core.privacy import PRIVATE_RECORDS_DIR
+from mcp_memory.core.privacy import EPISODES_DIR, PRIVATE_RECORDS_DIR
 from mcp_memory.core.transcripts import claude_record, content_text, jsonl_records
 from mcp_memory.errors import MemoryInputError, PathError
 from mcp_memory.index.similarity import memory_body
@@ -57,7 +57,6 @@ if TYPE_CHECKING:  # the server imports this module before the index is open
 
 log = logging.getLogger(__name__)
 
-EPISODES_DIR = "memory/episodes"
 PRIVACY_STAMP = "episodes-privacy"  # in the index folder: the privacy patterns episodes were last checked against
 MIN_QUOTED = 12  # characters of a decision or error that count as quoting a private file
 MERGE_SLACK = dt.timedelta(minutes=2)

@@ -22,7 +22,7 @@ from mcp_memory.core.analysis import TermAnalyzer
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import retired_by, without_marks
 from mcp_memory.core.memory_lookup import LocatedMemory, MemoryLookup
-from mcp_memory.experience.episodes import EPISODES_DIR
+from mcp_memory.core.privacy import EPISODES_DIR
 
 MAX_EXTRA = 2  # memories shown beside the one a hit is named by
 _CJK_CHAR = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
