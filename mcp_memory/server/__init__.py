@@ -11,7 +11,8 @@ thread-safe for concurrent searches and serialises edits.
 * ``events.py``: change notifications for memory files;
 * ``sessions.py``: the tool calls of each session, written as an episode when it ends;
 * ``context.py``: ``ServerContext``, the state they share;
-* ``processes/serve.py``: ``mcp-memory serve`` (tokens, host checks, the hook bridge, the transport).
+* ``listing.py``: the recorded answers to a client's opening requests, which the stdio front gives
+  at once (``mcp-memory serve`` itself lives in ``processes/serve.py``, above this package).
 
 Importing this package does not import ``mcp_memory.memory`` (LanceDB, NumPy): the service
 opens the engine in the background, after the protocol handshake.
