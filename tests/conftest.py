@@ -8,6 +8,7 @@ Integration tests use the real default embedder.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import subprocess
@@ -64,6 +65,21 @@ class HashEmbedder(Embedder):
 # them up. Children that inherit this environment get the same.
 WARM_IDLE = "0.05"
 os.environ["MCP_MEMORY_WARM_IDLE_MINUTES"] = WARM_IDLE
+
+
+@pytest.fixture(autouse=True)
+def _product_logging_restored() -> Iterator[None]:
+    """A hook run in-process sets up the product's logger as a hook process would (its own file,
+    no propagation): put it back after each test, so later tests' ``caplog`` sees the records."""
+    logger = logging.getLogger("mcp_memory")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    for handler in logger.handlers:
+        if handler not in handlers:
+            handler.close()
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
 
 
 @pytest.fixture
