@@ -333,7 +333,7 @@ def test_session_end_hook_writes_the_episode_without_secrets_or_injections(popul
 
 def _server_record(start: dt.datetime) -> Episode:
     episode = Episode.observed(SERVER, "claude-code", start)
-    episode.see(start + dt.timedelta(seconds=100))
+    episode.see(start + dt.timedelta(seconds=80))  # the calls a server sees lie within the client's session
     episode.count_tool(SERVER, "memory_search")
     episode.count_tool(SERVER, "memory_store")
     episode.add_recalled(MemoryRef("memory/projects/atlas.md#L3-L3", "m-ffff00001111"))
@@ -361,7 +361,7 @@ def test_server_and_hook_records_of_one_session_merge_in_either_order(populated:
     assert merged.session_key == "abc12345-9" and set(merged.records.values()) == {SERVER, TRANSCRIPT}
     # Both sources saw the one memory_search and memory_store call: the larger count, not the sum.
     assert merged.tool_counts() == {"Bash": 3, "memory_search": 1, "memory_store": 1}
-    assert abs(merged.start - start) < dt.timedelta(seconds=1) and merged.end >= start + dt.timedelta(seconds=110)
+    assert abs(merged.start - start) < dt.timedelta(seconds=1) and merged.end >= start + dt.timedelta(seconds=109)
     assert {r.citation for r in merged.recalled} == {"memory/2026-01-05.md#L3-L3", "memory/projects/atlas.md#L3-L3"}
 
 
@@ -371,8 +371,10 @@ def test_records_merge_only_within_the_slack_and_never_across_session_keys() -> 
 
     keyed = _episode(t, "claude-code", "one")
     assert match([keyed], _episode(t, "claude-code", "two")) is None
-    assert match([keyed], _episode(t + dt.timedelta(minutes=5), "claude-code", "")) is keyed  # they touch
-    assert match([keyed], _episode(t + dt.timedelta(minutes=5, seconds=30), "claude-code", "")) is None
+    assert match([keyed], _episode(t, "claude-code", "")) is keyed  # the server's calls within the session
+    assert match([keyed], _episode(t + dt.timedelta(seconds=1), "claude-code", "")) is keyed  # clocks differ a bit
+    assert match([keyed], _episode(t + dt.timedelta(minutes=5), "claude-code", "")) is None  # the next session
+    assert match([keyed], _episode(t + dt.timedelta(minutes=5, seconds=3), "claude-code", "")) is None
     assert match([keyed], _episode(t, "Claude Code", "")) is keyed  # client names compare normalised
     keyless = _episode(t, "claude-code", "")
     assert match([keyless], _episode(t + dt.timedelta(minutes=5) + MERGE_SLACK, "claude-code", "")) is keyless

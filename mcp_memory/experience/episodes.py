@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 PRIVACY_STAMP = "episodes-privacy"  # in the index folder: the privacy patterns episodes were last checked against
 MIN_QUOTED = 12  # characters of a decision or error that count as quoting a private file
 MERGE_SLACK = dt.timedelta(minutes=2)
-CLOCK_SLACK = dt.timedelta(seconds=5)  # a keyless record and a keyed one: time stamps taken by two processes
+CLOCK_SLACK = dt.timedelta(seconds=2)  # a keyless record and a keyed one: time stamps taken by two processes
 MAX_TEXT = 300  # characters of one decision, error or fix
 MAX_ITEMS = 200  # entries per list in one episode
 SERVER, TRANSCRIPT = "server", "transcript"
@@ -716,16 +716,20 @@ def match(existing: list[Episode], new: Episode) -> Episode | None:
 
 
 def _overlap(a: Episode, b: Episode) -> dt.timedelta | None:
-    """How long the two windows overlap (negative: the gap between them); None when they are too far apart.
+    """How long the two windows overlap (negative: the gap between them); None when they do not belong together.
 
     Two records without a session key may leave a gap of ``MERGE_SLACK``. A record without a key
-    joins a keyed one only when they share time (``CLOCK_SLACK`` aside): a client's session
-    window holds every call the server saw of it, and a session that ended just before this one
-    began must not take its calls.
+    (the server's) belongs to a keyed one (the client's) only when it lies within it
+    (``CLOCK_SLACK`` aside): a client's session window holds every call the server saw of it, so
+    a session that ended just before this one began never takes its calls.
     """
     amount = min(a.end, b.end) - max(a.start, b.start)
-    slack = CLOCK_SLACK if (a.session_key or b.session_key) else MERGE_SLACK
-    return amount if amount >= -slack else None
+    if bool(a.session_key) == bool(b.session_key):
+        return amount if amount >= -MERGE_SLACK else None
+    keyed, keyless = (a, b) if a.session_key else (b, a)
+    # Every call the server saw of a session happened while the client's session ran.
+    inside = keyless.start >= keyed.start - CLOCK_SLACK and keyless.end <= keyed.end + CLOCK_SLACK
+    return amount if inside else None
 
 
 def _new_path(episode: Episode, taken: set[str], private: bool = False) -> str:
