@@ -37,6 +37,12 @@ enabled = false
 
 [feedback]
 enabled = false
+
+# Codex syncs plugin marketplaces from the network at start; these runs stay on loopback.
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
 """
 
 
