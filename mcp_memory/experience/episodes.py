@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 PRIVACY_STAMP = "episodes-privacy"  # in the index folder: the privacy patterns episodes were last checked against
 MIN_QUOTED = 12  # characters of a decision or error that count as quoting a private file
 MERGE_SLACK = dt.timedelta(minutes=2)
-CLOCK_SLACK = dt.timedelta(seconds=2)  # a keyless record and a keyed one: time stamps taken by two processes
+CLOCK_SLACK = dt.timedelta(seconds=1)  # a keyless record and a keyed one: time stamps taken by two processes
 MAX_TEXT = 300  # characters of one decision, error or fix
 MAX_ITEMS = 200  # entries per list in one episode
 SERVER, TRANSCRIPT = "server", "transcript"

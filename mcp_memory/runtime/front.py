@@ -49,6 +49,7 @@ from mcp_memory.runtime.warm import CALL_KEY, LOG_FILE, ensure_warm, find_warm, 
 
 log = logging.getLogger(__name__)
 
+START_TRIES = 2  # warm processes started again after the one started first died before listening
 START_TIMEOUT = 30.0  # seconds to find or start a warm process before giving up
 STREAM_TIMEOUT = 5.0
 ANSWER_TIMEOUT = 10.0  # seconds to let the warm process answer once the client has hung up
@@ -225,9 +226,15 @@ class Front:
     def connect(self, timeout: float = START_TIMEOUT) -> socket.socket:
         """A stream to a warm process (started if needed); ``FrontError`` when none answers."""
         deadline = time.monotonic() + timeout
+        tries = 0
         while True:
             started, self._child = self._child, None  # waited for once; a later attempt starts anew
             info = ensure_warm(self.settings, self.options, max(0.1, deadline - time.monotonic()), started)
+            if info is None and started is not None and tries < START_TRIES and time.monotonic() < deadline:
+                # The process this front started died before listening (killed, say): start another,
+                # a few times at most, so a warm process that cannot start fails the call quickly.
+                tries += 1
+                continue
             if info is None:
                 raise FrontError(f"no warm process could be started for the workspace (see "
                                  f"{self.settings.index_dir / LOG_FILE})")

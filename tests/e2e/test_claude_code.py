@@ -8,6 +8,7 @@ the cold one: no warm process, no index yet.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +54,9 @@ def claude_world(world: World) -> World:
     return world
 
 
+SESSION_GAP = 3.0  # seconds between two sessions of the module
+
+
 class Sessions:
     """The module's sessions, each run once on first use, in the order the tests ask for them."""
 
@@ -62,6 +66,10 @@ class Sessions:
 
     def get(self, name: str, prompt: str, *options: str) -> ClaudeRun:
         if name not in self._runs:
+            # The server's record of a session is matched to the client's by time (episodes.py):
+            # sessions of one client that start within a second or two of each other cannot be
+            # told apart, and a person never starts them that fast.
+            time.sleep(SESSION_GAP)
             run = run_claude(self.world, self.model, prompt, *options)
             assert run.returncode == 0, run.describe()
             fronts = self.world.wait_until_gone(roles=("serve", "hook"), timeout=10)
