@@ -11,6 +11,7 @@ never a failed call.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
 from mcp_memory.embedding.shared import SharedVectors, shared_vectors
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
+from mcp_memory.index import saved_snapshot
 from mcp_memory.index.hybrid import HybridSearcher, Ranking
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.snapshot import SearchSnapshot
@@ -66,6 +68,7 @@ class Engine:
         self._snapshot_lock = threading.Lock()
         # Refresh the snapshot by the changed files' rows when possible (off: always reload it whole).
         self.incremental_snapshot = True
+        self.snapshot_from_saved = False  # the snapshot was loaded from its saved copy, not from LanceDB
 
     # ----- opening -------------------------------------------------------------------------
     def open(self, warm: bool = False) -> Engine:
@@ -226,9 +229,57 @@ class Engine:
                         return
                 except Exception as exc:  # noqa: BLE001 - an optimisation: any failure means a full reload
                     log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
+            saved = self._saved_rows(generation) if self._generation is None else None
+            if saved is not None:
+                self.searcher.set_snapshot(SearchSnapshot.from_arrow(saved))
+                self._generation = generation
+                self.snapshot_from_saved = True
+                return
             rows = self.recovering(self._newest_rows)
             self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
             self._generation = generation
+            self.snapshot_from_saved = False
+            self._save_rows(rows, generation)
+
+    # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
+    def _saved_tag(self, generation: str) -> saved_snapshot.SavedTag:
+        return saved_snapshot.SavedTag(generation, json.dumps(self.indexer.fingerprint, sort_keys=True))
+
+    def _saved_rows(self, generation: str) -> pa.Table | None:
+        if self.state.get("fingerprint") != self._saved_tag(generation).fingerprint:
+            return None  # the next sync rebuilds the index: nothing saved is of use
+        return saved_snapshot.load(saved_snapshot.saved_path(self.settings.index_dir), self._saved_tag(generation))
+
+    def _save_rows(self, rows: pa.Table, generation: str) -> None:
+        path = saved_snapshot.saved_path(self.settings.index_dir)
+        tag = self._saved_tag(generation)
+        try:
+            if saved_snapshot.read_tag(path) != tag:
+                saved_snapshot.save(path, rows, tag)
+        except OSError as exc:  # a cache: a full disk or a read-only folder costs the next start time
+            log.info("could not save the search snapshot: %s", exc)
+
+    def save_snapshot(self) -> None:
+        """Save the search snapshot, brought up to the index generation, for the next process.
+
+        A long-running process calls this when it closes: it kept the snapshot current through
+        every edit, so the next process to start can search without reading LanceDB.
+        """
+        if not self._opened or self._generation is None:
+            return  # never searched: nothing loaded to save
+        self.check_present()  # a removed workspace is not made again for a cache
+        self.refresh_snapshot()
+        with self._snapshot_lock:
+            generation, snapshot = self._generation, self.searcher.snapshot
+        if generation is not None:
+            self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema), generation)
+
+    def searchable_without_sync(self) -> bool:
+        """Whether searches may start before the first sync: the search snapshot came from its
+        saved copy at the index's generation and no memory file changed since that index."""
+        self.open()
+        self.refresh_snapshot()
+        return self.snapshot_from_saved and not self.indexer.files_changed()
 
     def _refresh_changed_paths(self, since: str) -> bool:
         """Replace the snapshot's rows of the paths changed since generation ``since``; False if unsure."""

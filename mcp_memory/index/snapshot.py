@@ -244,6 +244,25 @@ class SearchSnapshot:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def to_arrow(self, schema: pa.Schema) -> pa.Table:
+        """The rows again as a table of ``schema`` (the columns ``from_arrow`` reads), to be saved."""
+        columns: dict[str, Any] = {
+            "id": self.ids,
+            "path": self.paths,
+            "start_line": self.start_lines,
+            "end_line": self.end_lines,
+            "date": pa.array(self.dates, pa.date32()),
+            "text": self.texts.combine_chunks() if self.texts.num_chunks else pa.array([], pa.string()),
+        }
+        if "vector" in schema.names:
+            dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size
+            flat = np.zeros((len(self.ids), dims), np.float32)
+            if self.blocks:
+                flat[self.vector_rows] = np.concatenate(self.blocks)
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(
+                pa.array(flat.ravel()), dims, mask=pa.array(~self.has_vector))
+        return pa.Table.from_pydict(columns, schema=schema)
+
 
 def _arrow_vectors(table: pa.Table) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """Per row whether it has a vector, and the vectors of those that have one, in blocks.

@@ -124,26 +124,7 @@ class Indexer:
         with self._write_lock:
             self._check_fingerprint(report)
             orphans = self._orphan_paths() if only is None else set()
-        files = self.workspace.list_files() if only is None else self._memory_files_among(only)
-        known = self.state.files()
-        if only is not None:
-            known = {p: f for p, f in known.items() if p in only}
-        on_disk = {f.rel_path: f for f in files}
-
-        todo: list[tuple[MemoryFile, os.stat_result]] = []
-        for memory_file in files:
-            try:
-                stat = memory_file.abs_path.stat()
-            except OSError as exc:
-                report.skipped[memory_file.rel_path] = f"cannot stat: {exc}"
-                continue
-            previous = known.get(memory_file.rel_path)
-            if previous and previous.mtime_ns == stat.st_mtime_ns and previous.size == stat.st_size:
-                continue
-            if previous and memory_file.kind == "sessions" and not self._grown_enough(memory_file, previous, stat):
-                continue
-            todo.append((memory_file, stat))
-        removed = sorted((set(known) | orphans) - set(on_disk))
+        todo, removed, known = self._changed_files(only, orphans, report)
 
         total = len(todo) + len(removed)
         done = 0
@@ -167,6 +148,38 @@ class Indexer:
                 report.chunks_written, report.seconds,
             )
         return report
+
+    def files_changed(self) -> bool:
+        """Whether a sync would change anything: a file added, changed or removed since the last
+        one, or settings that rebuild the index. Reads the folder and the state database only."""
+        if self.state.get("fingerprint") != json.dumps(self.fingerprint, sort_keys=True):
+            return True
+        todo, removed, _ = self._changed_files(None, set(), SyncReport())
+        return bool(todo or removed)
+
+    def _changed_files(self, only: Collection[str] | None, orphans: set[str], report: SyncReport,
+                       ) -> tuple[list[tuple[MemoryFile, os.stat_result]], list[str], dict[str, FileState]]:
+        """The files to (re)index with their stat, the paths to drop, and the state rows they were compared with."""
+        files = self.workspace.list_files() if only is None else self._memory_files_among(only)
+        known = self.state.files()
+        if only is not None:
+            known = {p: f for p, f in known.items() if p in only}
+        on_disk = {f.rel_path: f for f in files}
+        todo: list[tuple[MemoryFile, os.stat_result]] = []
+        for memory_file in files:
+            try:
+                stat = memory_file.abs_path.stat()
+            except OSError as exc:
+                report.skipped[memory_file.rel_path] = f"cannot stat: {exc}"
+                continue
+            previous = known.get(memory_file.rel_path)
+            if previous and previous.mtime_ns == stat.st_mtime_ns and previous.size == stat.st_size:
+                continue
+            if previous and memory_file.kind == "sessions" and not self._grown_enough(memory_file, previous, stat):
+                continue
+            todo.append((memory_file, stat))
+        removed = sorted((set(known) | orphans) - set(on_disk))
+        return todo, removed, known
 
     def _memory_files_among(self, rels: Collection[str]) -> list[MemoryFile]:
         """The memory files among ``rels``, looked up one by one rather than by walking them all.

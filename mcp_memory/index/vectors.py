@@ -4,13 +4,14 @@ A chunk is written as soon as its file is synced, with a null vector; the embedd
 backfill fills vectors in later. So keyword search works within seconds of a first run,
 and an interrupted backfill simply continues with the chunks still missing a vector.
 
-``import lancedb`` takes seconds, so this module imports it only when a table is opened.
+``import lancedb`` takes over a second, so this module imports it only when the table is first used.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 from mcp_memory.core.chunking import Chunk
 
 if TYPE_CHECKING:
+    from lancedb.db import DBConnection
     from lancedb.table import Table
 
 log = logging.getLogger(__name__)
@@ -72,38 +74,65 @@ class VectorStore:
     """The LanceDB chunk table at ``uri`` (a folder or an object-store URI)."""
 
     def __init__(self, uri: str, dimensions: int):
-        import lancedb  # slow import: deferred until the index is really needed
-
         self.uri = uri
         self.dimensions = dimensions
         self.schema = chunk_schema(dimensions)
-        session = lancedb.Session(
-            index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
-        )
-        self._db = lancedb.connect(uri, session=session)
-        self._table = self._open_or_create()
-        self._compacted_at = self.version
+        self._handle: Table | None = None
+        self._db: DBConnection | None = None
+        self._compacted_at = 0
+        self._connect_lock = threading.Lock()
 
-    def _open_or_create(self) -> Table:
+    @property
+    def _table(self) -> Table:
+        """The open table, connected on first use.
+
+        ``import lancedb`` costs over a second of CPU (it builds hundreds of pydantic models of a
+        REST client we never call). A process whose search snapshot comes from its saved copy
+        (``index/saved_snapshot.py``) and whose files did not change can answer searches
+        without it; the first write or consistency check pays it.
+        """
+        if self._handle is None:
+            with self._connect_lock:
+                if self._handle is None:
+                    import lancedb  # slow import: deferred until the table is really needed
+
+                    session = lancedb.Session(
+                        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+                    )
+                    self._db = lancedb.connect(self.uri, session=session)
+                    table = self._open_or_create(self._db)
+                    self._compacted_at = int(table.version)
+                    self._handle = table
+        return self._handle
+
+    @property
+    def connected(self) -> bool:
+        """Whether the table was opened (``import lancedb`` paid) by this handle."""
+        return self._handle is not None
+
+    def _open_or_create(self, db: DBConnection) -> Table:
         try:
-            table = self._db.open_table(TABLE_NAME)
+            table = db.open_table(TABLE_NAME)
         except (FileNotFoundError, ValueError):
-            return self._db.create_table(TABLE_NAME, schema=self.schema, exist_ok=True)
+            return db.create_table(TABLE_NAME, schema=self.schema, exist_ok=True)
         if table.schema != self.schema:
             # A different embedding size or an older layout: the fingerprint check should have
             # caught this, but never write rows of the wrong shape.
             log.warning("chunk table layout changed: recreating it")
-            return self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
+            return db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
         return table
 
     def reset(self) -> None:
         """Drop every row (a full rebuild)."""
-        self._table = self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
+        _ = self._table  # connected, so that the connection exists
+        assert self._db is not None
+        self._handle = self._db.create_table(TABLE_NAME, schema=self.schema, mode="overwrite")
         self._compacted_at = self.version
 
     def refresh(self) -> None:
         """Look at the newest version (another process may have written)."""
-        self._table.checkout_latest()
+        if self._handle is not None:  # a table not opened yet opens at its newest version
+            self._handle.checkout_latest()
 
     @property
     def version(self) -> int:
@@ -180,6 +209,10 @@ class VectorStore:
     def snapshot_columns(self) -> list[str]:
         """The columns search keeps in memory (not index_text or heading)."""
         return ["id", "path", "start_line", "end_line", "date", "text"] + (["vector"] if self.dimensions else [])
+
+    @property
+    def snapshot_schema(self) -> pa.Schema:
+        return pa.schema([self.schema.field(name) for name in self.snapshot_columns])
 
     def snapshot_rows(self) -> pa.Table:
         """Every row, with the snapshot columns."""

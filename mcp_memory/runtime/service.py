@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 OPEN_TIMEOUT = 120.0  # seconds a request waits for the memory to open
 WATCH_DEBOUNCE_MS = 1500
 SLEEP_CHECK_SECONDS = 60.0  # how often the service asks whether the sleep cycle is due
+EARLY_SYNC_DELAY = 0.5  # seconds between searchable (from the saved snapshot) and the first sync
 
 
 class MemoryService:
@@ -69,6 +70,10 @@ class MemoryService:
         if self._lines_thread is not None:
             self._lines_thread.join(timeout)  # stops between batches of 32 lines (about a second)
         if self._opened.is_set() and self._error is None and self._memory is not None:
+            try:
+                self._memory.engine.save_snapshot()  # the next process searches without LanceDB
+            except Exception:  # a cache: never a reason to fail closing
+                log.exception("could not save the search snapshot")
             self._memory.close()
 
     def on_change(self, listener: Callable[[set[str]], None]) -> Callable[[], None]:
@@ -105,8 +110,17 @@ class MemoryService:
 
             memory = (self._factory or Memory)(self.settings)
             memory.open(warm=True)
+            if _searchable_early(memory):
+                # The saved search snapshot is current and no file changed: searches start now,
+                # while the sync below pays for ``import lancedb`` (a cold first prompt hook
+                # gets semantic recall within its wait).
+                self._memory = memory
+                self._opened.set()
+                # The sync's import holds the interpreter: let the first request (often a
+                # prompt hook already waiting) be answered before it starts.
+                self._stop.wait(EARLY_SYNC_DELAY)
             memory.sync()
-            memory.warm_up()
+            memory.engine.warm_up()
             self._memory = memory
         except BaseException as exc:  # reported to every request instead of crashing the server
             log.exception("could not open the memory index")
@@ -153,7 +167,7 @@ class MemoryService:
             if now < retry_at or now - self._last_request < quiet or not memory.sleep.due():
                 continue
             try:
-                report = memory.sleep_cycle()
+                report = memory.sleep.run()
             except Exception:
                 log.exception("the sleep cycle failed; it is tried again in an hour")
                 retry_at = now + 3600
@@ -222,6 +236,14 @@ class MemoryService:
                             log.exception("change listener failed")
         except Exception:
             log.exception("file watcher stopped")
+
+
+def _searchable_early(memory: Memory) -> bool:
+    try:
+        return memory.engine.searchable_without_sync()
+    except Exception as exc:  # noqa: BLE001 - the sync that follows recovers or reports it
+        log.info("searching before the first sync is not possible: %s", exc)
+        return False
 
 
 def _is_memory_change(_change: object, path: str) -> bool:

@@ -1,0 +1,99 @@
+"""The search snapshot saved beside the index, so a new process can search without LanceDB.
+
+A process that starts cold (the warm process a client's first prompt hook starts, a CLI search)
+spends most of its start in ``import lancedb``: over a second of CPU, two or three on a busy
+machine, before it can read the chunk table into its search snapshot. Yet search itself only
+reads that snapshot (``index/snapshot.py``). So the snapshot is saved as one Arrow IPC file,
+``<index_dir>/snapshot.arrow``, tagged with the index generation and fingerprint it holds.
+A process whose state database names the same generation and fingerprint loads the file in
+milliseconds and imports LanceDB only when it first writes or checks the table.
+
+When it is written:
+
+* after a process loaded the whole table from LanceDB (the rows are at hand: one write);
+* when a long-running process closes (the warm process after its idle time, a server on exit),
+  with the snapshot it kept current through every edit.
+
+Any other write to the index replaces the generation, so a saved file older than the index is
+never read; a process killed before saving costs the next one the slow path, nothing else.
+The file holds the memory's text, private files included, like the index beside it: it is
+readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_FILE = "snapshot.arrow"
+_GENERATION_KEY = b"mcp_memory.generation"
+_FINGERPRINT_KEY = b"mcp_memory.fingerprint"
+
+
+@dataclass(frozen=True)
+class SavedTag:
+    """What a saved snapshot was taken of: the index generation and the index fingerprint."""
+
+    generation: str
+    fingerprint: str
+
+
+def saved_path(index_dir: Path) -> Path:
+    return index_dir / SNAPSHOT_FILE
+
+
+def read_tag(path: Path) -> SavedTag | None:
+    """The tag of the saved snapshot at ``path`` (its footer only); None without a readable one."""
+    try:
+        with pa.OSFile(str(path), "rb") as source:
+            metadata = pyarrow.ipc.open_file(source).schema.metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return None
+    generation, fingerprint = metadata.get(_GENERATION_KEY), metadata.get(_FINGERPRINT_KEY)
+    if generation is None or fingerprint is None:
+        return None
+    return SavedTag(generation.decode(), fingerprint.decode())
+
+
+def load(path: Path, wanted: SavedTag) -> pa.Table | None:
+    """The rows saved at ``path`` if they were saved with tag ``wanted``; else None.
+
+    The rows are read into memory (not mapped), so a newer file replacing this one later
+    never changes what a reader holds.
+    """
+    try:
+        with pa.OSFile(str(path), "rb") as source:
+            reader = pyarrow.ipc.open_file(source)
+            metadata = reader.schema.metadata or {}
+            if (metadata.get(_GENERATION_KEY) != wanted.generation.encode()
+                    or metadata.get(_FINGERPRINT_KEY) != wanted.fingerprint.encode()):
+                return None
+            table = reader.read_all()
+    except FileNotFoundError:
+        return None
+    except (OSError, pa.ArrowInvalid) as exc:  # a torn or foreign file: the slow path reads the index
+        log.info("the saved search snapshot could not be read (%s): reading the index", exc)
+        return None
+    return table.replace_schema_metadata(None)
+
+
+def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:
+    """Write ``rows`` tagged ``tag`` atomically (a temporary file renamed over the old one)."""
+    metadata = {_GENERATION_KEY: tag.generation.encode(), _FINGERPRINT_KEY: tag.fingerprint.encode()}
+    rows = rows.replace_schema_metadata(metadata)
+    fd, temporary = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as handle, pyarrow.ipc.new_file(handle, rows.schema) as writer:
+            writer.write_table(rows)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
