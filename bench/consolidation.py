@@ -6,7 +6,7 @@ travel, food, work decisions and home; its ``description`` states the labelling 
 gets a workspace of its own (consolidation compares every item with every other, so pairs in one
 workspace would meet): the older item in ``memory/2026-01-01.md``, the newer in
 ``memory/2026-03-01.md``. The workspace is indexed with the configured embedder (the default:
-local), and ``Memory.sleep_cycle(dry_run=True)`` plans the retirements with the offline rules.
+local), and ``memory.sleep.run(dry_run=True)`` plans the retirements with the offline rules.
 
 The predicted label is "superseded" when the older item is retired as superseded, "duplicate"
 when a duplicate mark is planned, else "distinct". The script prints precision and recall per
@@ -67,7 +67,7 @@ def predict(case: dict[str, Any], embedder: Embedder | None) -> Outcome:
         memory = Memory(load_settings(root, environ={}), embedder=embedder)
         try:
             memory.index()
-            report = memory.sleep_cycle(dry_run=True, now=NOW)
+            report = memory.sleep.run(dry_run=True, now=NOW)
             cosine = _cosine(memory)
         finally:
             memory.close()

@@ -88,7 +88,7 @@ def build_workspace(root: Path, chunks: int, rng: random.Random) -> None:
 
 def populate_history(memory: Memory, rng: random.Random, events: int, chains: int, episodes: int) -> None:
     """The write and recall logs, experience chains, utility and episodes that the pages show."""
-    daily = [f.path for f in memory.list_files() if f.date][:200]
+    daily = [f.path for f in memory.reader.list_files() if f.date][:200]
     now = time.time()
     for i in range(events):
         path = rng.choice(daily)
@@ -102,17 +102,18 @@ def populate_history(memory: Memory, rng: random.Random, events: int, chains: in
         hits = memory.search(rng.choice(QUERIES), max_results=4)
         memory.recall_log.record(f"{rng.choice(QUERIES)}? {_sentence(rng)}", f"session-{i // 8}", hits, True)
     for _ in range(chains):
-        memory.graph_add(f"{rng.choice(TOOLS)} {rng.choice(['timeouts', 'crashes', 'slow builds', 'disk full'])}",
-                         f"{rng.choice(VERBS)} {rng.choice(TOOLS)}", f"{rng.choice(['fixed', 'no change', 'worse'])}",
-                         rng.choice(["success", "failure", "partial", "unknown"]), [rng.choice(PROJECTS)])
+        memory.experience.add(f"{rng.choice(TOOLS)} {rng.choice(['timeouts', 'crashes', 'slow builds', 'disk full'])}",
+                              f"{rng.choice(VERBS)} {rng.choice(TOOLS)}",
+                              f"{rng.choice(['fixed', 'no change', 'worse'])}",
+                              rng.choice(["success", "failure", "partial", "unknown"]), [rng.choice(PROJECTS)])
     ids = [h.id for q in QUERIES for h in memory.search(q, max_results=10) if h.id]
     for memory_id in ids[:120]:
         (memory.utility.reward if rng.random() < 0.6 else memory.utility.penalize)(memory_id)
     for i in range(episodes):
         start = dt.datetime(2025, 1, 1) + dt.timedelta(hours=7 * i)
-        memory.record_episode(Episode(start=start, end=start + dt.timedelta(minutes=40), client="claude-code",
-                                      session_key=f"episode-{i}", tools={"server": {"memory_search": 3}},
-                                      recalled=[MemoryRef(f"{daily[i % len(daily)]}#L3-L5")]))
+        memory.episodes.record(Episode(start=start, end=start + dt.timedelta(minutes=40), client="claude-code",
+                                       session_key=f"episode-{i}", tools={"server": {"memory_search": 3}},
+                                       recalled=[MemoryRef(f"{daily[i % len(daily)]}#L3-L5")]))
 
 
 def time_pages(client: TestClient, pages: list[str], runs: int) -> dict[str, dict[str, float]]:
@@ -144,7 +145,7 @@ def time_pages(client: TestClient, pages: list[str], runs: int) -> dict[str, dic
 def time_calls(memory: Memory, runs: int) -> dict[str, float]:
     """Baselines from the same run: median milliseconds of the façade calls the pages are built on."""
     calls = {
-        "Memory.list_files": lambda run: memory.list_files(),
+        "Reader.list_files": lambda run: memory.reader.list_files(),
         "Memory.search": lambda run: memory.search(QUERIES[run % len(QUERIES)]),
         "Memory.precise_search": lambda run: memory.precise_search(QUERIES[run % len(QUERIES)]),
         "Memory.deep_search": lambda run: memory.deep_search(QUERIES[run % len(QUERIES)]),
@@ -192,7 +193,7 @@ def main() -> int:
         built = time.perf_counter() - started
         service = MemoryService(settings, memory_factory=lambda _: memory, start_delay=0, watch=False)
         app = dashboard_app(service, Tokens([FULL], [], [SHARED]))
-        biggest = max(memory.list_files(), key=lambda f: f.size).path
+        biggest = max(memory.reader.list_files(), key=lambda f: f.size).path
         pages = ["/", "/search?q={q}", "/search?q={q}&mode=precise", "/search?q={q}&mode=deep", "/files",
                  f"/files/{biggest}", f"/files/{biggest}?view=source", "/timeline", "/recalls", "/experience",
                  "/status"]

@@ -128,7 +128,7 @@ def run(items: list[dict[str, Any]], queries: list[dict[str, Any]]) -> None:
         outcomes: dict[str, tuple[str, str]] = {}
         started = time.perf_counter()
         for item in items:
-            result = memory.graph_add(item["cause"], item["action"], item["effect"], item["outcome"], item["tags"])
+            result = memory.experience.add(item["cause"], item["action"], item["effect"], item["outcome"], item["tags"])
             outcomes[item["id"]] = (result.status, result.chain.id)
         add_ms = (time.perf_counter() - started) / len(items) * 1000
         p3, hit1, query_ms = evaluate_queries(memory, queries, outcomes)
@@ -160,7 +160,7 @@ def evaluate_queries(memory: Memory, queries: list[dict[str, Any]], outcomes: di
     started = time.perf_counter()
     for query in queries:
         relevant = {outcomes[r][1] for r in query["relevant"]}
-        found = [m.chain.id for m in memory.graph_query(query["query"], max_results=3)]
+        found = [m.chain.id for m in memory.experience.query(query["query"], max_results=3)]
         precisions.append(len(relevant & set(found)) / min(3, len(relevant)))
         hits.append(bool(found) and found[0] in relevant)
     elapsed = (time.perf_counter() - started) / len(queries) * 1000

@@ -87,17 +87,17 @@ def populate(memory: Memory) -> None:
         ("flaky login test", "added a sleep before the assertion", "still flaky", "failure", ["tests"]),
         ("flaky login test", "waited for the session cookie instead", "stable for 200 runs", "partial", ["tests"]),
     ]:
-        memory.graph_add(cause, action, effect, outcome, tags)
+        memory.experience.add(cause, action, effect, outcome, tags)
     hits = memory.search("deploy health check rollback")
     for hit in hits[:2]:
-        memory.reward(hit.id)
-        memory.reward(hit.id)
+        memory.feedback.reward(hit.id)
+        memory.feedback.reward(hit.id)
     for hit in memory.search("restarted pods by hand")[:1]:
-        memory.penalize(hit.id, 0.4)
+        memory.feedback.penalize(hit.id, 0.4)
     start = dt.datetime(2026, 3, 12, 9, 30)
-    memory.record_episode(Episode(start=start, end=start + dt.timedelta(minutes=45), client="claude-code",
-                                  session_key="deploy-review", tools={"server": {"memory_search": 4, "Bash": 7}},
-                                  recalled=[MemoryRef("memory/2026-03-12.md#L5-L5")]))
+    memory.episodes.record(Episode(start=start, end=start + dt.timedelta(minutes=45), client="claude-code",
+                                   session_key="deploy-review", tools={"server": {"memory_search": 4, "Bash": 7}},
+                                   recalled=[MemoryRef("memory/2026-03-12.md#L5-L5")]))
 
 
 def _free_port() -> int:

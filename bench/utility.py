@@ -60,11 +60,11 @@ def teach(memory: Memory, mode: str, questions: list[Question], today: dt.date, 
                 continue
             if hit.path in question.sessions:
                 relevant_seen = True
-                memory.reward(hit.id, amount)
+                memory.feedback.reward(hit.id, amount)
                 rewarded.add(hit.id)
             elif not relevant_seen and wrong < max_penalized:
                 wrong += 1
-                memory.penalize(hit.id, amount)
+                memory.feedback.penalize(hit.id, amount)
                 penalized.add(hit.id)
     return len(rewarded), len(penalized)
 

@@ -187,11 +187,11 @@ def _cmd_utility(settings: Settings, args: argparse.Namespace) -> int:
         if args.action in ("reward", "penalize"):
             if not args.memory_id:
                 raise _UserError(f"utility {args.action} needs a memory id (the id of a search hit)")
-            change = getattr(memory, args.action)(args.memory_id, args.amount)
+            change = getattr(memory.feedback, args.action)(args.memory_id, args.amount)
             result = change.to_dict()
             text = f"{change.memory_id}: utility {change.before:+.3f} -> {change.after:+.3f}"
         elif args.action == "decay":
-            report = memory.decay_utility()
+            report = memory.utility.decay()
             result = report.__dict__
             text = f"{report.changed} utilities moved toward neutral, {report.dropped} back to neutral"
         else:
@@ -207,7 +207,7 @@ def _cmd_sleep(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.memory import Memory
 
     with Memory(settings) as memory:
-        report = memory.sleep_cycle(dry_run=args.dry_run)
+        report = memory.sleep.run(dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
         return 0
@@ -321,7 +321,7 @@ def _cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
             before, after = memory.repair()
         else:
             before = after = memory.doctor()
-        rule_warnings = memory.pinned_rules().warnings
+        rule_warnings = memory.rules.report().warnings
     from mcp_memory.runtime.warm import describe_processes, serving_processes
 
     processes = serving_processes(settings)

@@ -457,10 +457,10 @@ def test_recall_log_shows_the_prompt_and_the_memories_injected(dash: Dash):
 
 def test_experience_draws_chains_filters_them_and_lists_utility(dash: Dash):
     memory = dash.memory
-    memory.graph_add("disk full on the build host", "pruned old docker images", "space freed", "success", ["ops"])
-    memory.graph_add("flaky login test", "added a sleep", "still flaky", "failure", ["tests"])
+    memory.experience.add("disk full on the build host", "pruned old docker images", "space freed", "success", ["ops"])
+    memory.experience.add("flaky login test", "added a sleep", "still flaky", "failure", ["tests"])
     hit = memory.search("pnpm")[0]
-    memory.reward(hit.id)
+    memory.feedback.reward(hit.id)
     page = dash.client(FULL).get("/experience")
     assert page.status_code == 200
     assert "<svg" in page.text and "pruned old docker images" in page.text and "#c62828" in page.text
@@ -514,10 +514,10 @@ def test_reward_and_penalize_change_utility(dash: Dash):
     memory_id = re.search(r'name="id" value="(m-[0-9a-f]+)"', page.text).group(1)  # type: ignore[union-attr]
     rewarded = client.post("/reward", data={"csrf": _csrf(page.text), "id": memory_id, "next": "/experience"})
     assert rewarded.status_code == 303
-    assert dash.memory.utility_values()[memory_id] == pytest.approx(0.2)
+    assert dash.memory.utility.values()[memory_id] == pytest.approx(0.2)
     assert "rewarded" in client.get(rewarded.headers["location"]).text
     client.post("/penalize", data={"csrf": _csrf(page.text), "id": memory_id})
-    assert dash.memory.utility_values()[memory_id] < 0.2
+    assert dash.memory.utility.values()[memory_id] < 0.2
 
 
 def test_edit_a_line_is_written_and_found_at_once(dash: Dash):
@@ -561,7 +561,7 @@ def test_shared_token_never_sees_a_private_file(dash: Dash):
     memory.recall_hits("locker combination hint", session_key="owner-session")
     memory.store("The locker is in the basement.", evergreen=True)  # into MEMORY.md, private
     hit = memory.search("purple giraffe")[0]
-    memory.reward(hit.id)
+    memory.feedback.reward(hit.id)
     client = dash.client(SHARED)
     for page in [*PAGES, "/search?q=locker+combination+hint", "/search?q=locker&mode=deep", "/experience"]:
         response = client.get(page)

@@ -146,16 +146,16 @@ def _record(start: dt.datetime, key: str, refs: list[str], decisions: list[str] 
 def test_a_merge_that_brings_a_private_source_moves_the_episode(seeded: Path, settings: Settings) -> None:
     memory = indexed_memory(settings)
     start = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
-    first = memory.record_episode(_record(start, "s1", ["memory/2026-11-20.md#L3-L3"]))
+    first = memory.episodes.record(_record(start, "s1", ["memory/2026-11-20.md#L3-L3"]))
     assert first.path.startswith("memory/episodes/2026-11-20-")
-    second = memory.record_episode(_record(start + dt.timedelta(minutes=5), "s1", ["memory/health/knee.md#L3-L3"]))
+    second = memory.episodes.record(_record(start + dt.timedelta(minutes=5), "s1", ["memory/health/knee.md#L3-L3"]))
     settings.privacy.private_paths = ["MEMORY.md", "memory/health/*"]
     # Judged by the settings of the process that writes: this one has memory/health/ shared still.
     assert second.path == first.path
     memory.close()
 
     owner = indexed_memory(settings)  # a process whose settings make memory/health/ private
-    third = owner.record_episode(_record(start + dt.timedelta(minutes=6), "s1", ["memory/2026-11-20.md#L3-L3"]))
+    third = owner.episodes.record(_record(start + dt.timedelta(minutes=6), "s1", ["memory/2026-11-20.md#L3-L3"]))
     episodes = _episodes(seeded)
     assert list(episodes) == [third.path] and third.path.startswith("memory/episodes/private/"), episodes
     text = episodes[third.path]
@@ -170,8 +170,8 @@ def test_a_merge_that_brings_a_private_source_moves_the_episode(seeded: Path, se
 async def test_making_a_file_private_later_hides_the_episodes_that_cited_it(seeded: Path, settings: Settings) -> None:
     memory = indexed_memory(settings)
     start = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
-    cited = memory.record_episode(_record(start, "s2", ["memory/health/knee.md#L3-L3"]))
-    plain = memory.record_episode(_record(start + dt.timedelta(hours=3), "s3", ["memory/2026-11-20.md#L3-L3"]))
+    cited = memory.episodes.record(_record(start, "s2", ["memory/health/knee.md#L3-L3"]))
+    plain = memory.episodes.record(_record(start + dt.timedelta(hours=3), "s3", ["memory/2026-11-20.md#L3-L3"]))
     memory.close()
     assert not cited.path.startswith("memory/episodes/private/")
 
@@ -193,13 +193,13 @@ def test_a_decision_or_error_quoting_a_private_file_makes_the_episode_private(se
     write(seeded, "MEMORY.md", f"# Memory\n\n- [decision] {DECISION}\n- [preference] The user likes short answers.\n")
     memory = indexed_memory(settings)
     start = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
-    quoted = memory.record_episode(_record(start, "s4", [], decisions=[DECISION]))
+    quoted = memory.episodes.record(_record(start, "s4", [], decisions=[DECISION]))
     assert quoted.path.startswith("memory/episodes/private/"), quoted.path
     erred = _record(start + dt.timedelta(hours=2), "s5", [])
     erred.errors.append(EpisodeError("memory_forget", "no line reads: The user likes short answers."))
-    assert memory.record_episode(erred).path.startswith("memory/episodes/private/")
-    unrelated = memory.record_episode(_record(start + dt.timedelta(hours=4), "s6", [],
-                                              decisions=["Invoices are sent by Stripe from now on"]))
+    assert memory.episodes.record(erred).path.startswith("memory/episodes/private/")
+    unrelated = memory.episodes.record(_record(start + dt.timedelta(hours=4), "s6", [],
+                                               decisions=["Invoices are sent by Stripe from now on"]))
     assert not unrelated.path.startswith("memory/episodes/private/")
     memory.close()
 
@@ -224,7 +224,7 @@ def test_a_shared_memory_is_never_marked_in_favour_of_a_private_one(settings: Se
                                        "\n- Deploys go through GitHub Actions to Fly.io.\n")
     settings.privacy.private_paths = ["MEMORY.md", NEW_DAY]
     with Memory(settings) as memory:
-        report = memory.sleep_cycle()
+        report = memory.sleep.run()
     found = {(r.kind, r.item.citation, r.by.citation) for r in report.retired}
     # The private copy of a shared statement may go (its mark cites a shared file); nothing else.
     assert found == {("duplicate", f"{NEW_DAY}#L4", f"{OLD_DAY}#L4")}, found

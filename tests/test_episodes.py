@@ -241,8 +241,8 @@ def _episode(start: dt.datetime, client: str, key: str, tool: str = "memory_sear
 @pytest.fixture
 def recorded(populated: Path, settings: Settings) -> Path:
     with indexed_memory(settings) as memory:
-        memory.record_episode(_episode(dt.datetime(2026, 3, 1, 9, tzinfo=dt.UTC), "claude-code", "march"))
-        memory.record_episode(_episode(dt.datetime(2026, 5, 2, 9, tzinfo=dt.UTC), "cursor", "may", "Bash"))
+        memory.episodes.record(_episode(dt.datetime(2026, 3, 1, 9, tzinfo=dt.UTC), "claude-code", "march"))
+        memory.episodes.record(_episode(dt.datetime(2026, 5, 2, 9, tzinfo=dt.UTC), "cursor", "may", "Bash"))
     return populated
 
 
@@ -347,15 +347,15 @@ def test_server_and_hook_records_of_one_session_merge_in_either_order(populated:
     transcript = claude_transcript(tmp_path / "s.jsonl", "abc12345-9", start)
     with indexed_memory(settings) as memory:
         if server_first:
-            memory.record_episode(_server_record(start + dt.timedelta(seconds=20)))
+            memory.episodes.record(_server_record(start + dt.timedelta(seconds=20)))
         end_session(memory, {"transcript_path": str(transcript), "session_key": "abc12345-9"})
         if not server_first:
-            memory.record_episode(_server_record(start + dt.timedelta(seconds=20)))
+            memory.episodes.record(_server_record(start + dt.timedelta(seconds=20)))
         # A server session of another client in the same window stays apart.
         other = _server_record(start)
         other.client = "cursor"
-        memory.record_episode(other)
-        listed = memory.list_episodes()
+        memory.episodes.record(other)
+        listed = memory.episodes.find()
     assert len(listed) == 2
     merged = next(e for e in listed if e.client == "claude-code")
     assert merged.session_key == "abc12345-9" and set(merged.records.values()) == {SERVER, TRANSCRIPT}
@@ -390,17 +390,17 @@ def test_the_server_record_of_a_session_never_joins_the_session_before_it(popula
     first = Episode.observed(TRANSCRIPT, "claude-code", t, session_key="first")
     first.see(t + dt.timedelta(minutes=10))
     first.count_tool(TRANSCRIPT, "memory_search")
-    memory.record_episode(first)
+    memory.episodes.record(first)
     served = Episode.observed(SERVER, "claude-code", t + dt.timedelta(minutes=11))  # the next session's calls
     served.see(t + dt.timedelta(minutes=14))
     for _ in range(3):
         served.count_tool(SERVER, "memory_store")
-    memory.record_episode(served)
+    memory.episodes.record(served)
     second = Episode.observed(TRANSCRIPT, "claude-code", t + dt.timedelta(minutes=10, seconds=30),
                               session_key="second")
     second.see(t + dt.timedelta(minutes=15))
     second.count_tool(TRANSCRIPT, "memory_store")
-    memory.record_episode(second)
+    memory.episodes.record(second)
     memory.close()
     texts = {path.name: path.read_text(encoding="utf-8") for path in episode_files(populated)}
     assert len(texts) == 2, texts
@@ -423,9 +423,9 @@ def test_merge_keeps_the_larger_count_of_a_repeat_and_adds_a_new_record() -> Non
 def test_a_hand_edit_in_an_episode_survives_a_merge(populated: Path, settings: Settings) -> None:
     t = dt.datetime(2026, 5, 2, 9, tzinfo=dt.UTC)
     with indexed_memory(settings) as memory:
-        path = populated / memory.record_episode(_episode(t, "claude-code", "k1")).path
+        path = populated / memory.episodes.record(_episode(t, "claude-code", "k1")).path
         path.write_text(path.read_text() + "\n## Notes\n\nThe deploy took longer than planned.\n")
-        memory.record_episode(_episode(t + dt.timedelta(minutes=1), "claude-code", "k1", "Bash"))
+        memory.episodes.record(_episode(t + dt.timedelta(minutes=1), "claude-code", "k1", "Bash"))
     text = path.read_text()
     assert "## Notes\n\nThe deploy took longer than planned." in text and "- Bash: 1" in text
     assert (populated / "memory/2026-01-05.md").read_text() == NOTES["memory/2026-01-05.md"]

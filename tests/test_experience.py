@@ -224,7 +224,7 @@ async def test_shared_caller_cannot_see_or_write_a_private_experience_file(works
 def _add_in_child(workspace: str, start: Any) -> None:
     memory = Memory(load_settings(workspace, environ={}), embedder=None)
     start.wait(30)
-    memory.graph_add(**NGINX)
+    memory.experience.add(**NGINX)
     memory.close()
 
 

@@ -124,8 +124,8 @@ def test_appends_to_the_same_daily_file_on_both_machines_merge_once_each(two: tu
     a.store("The office wifi password rotates monthly", today=DAY)
     b.store("Lunch orders close at eleven", today=DAY)
     rewarded = a.search("Deploys Tuesdays")[0].id
-    a.reward(rewarded)
-    b.penalize(rewarded)
+    a.feedback.reward(rewarded)
+    b.feedback.penalize(rewarded)
 
     a.git_sync()
     report = b.git_sync()
@@ -141,7 +141,7 @@ def test_appends_to_the_same_daily_file_on_both_machines_merge_once_each(two: tu
         assert sorted(json.loads(line)["op"] for line in utility) == ["penalize", "reward"]
         consistent(memory.workspace.root)
     assert (a.workspace.root / DAILY).read_bytes() == (b.workspace.root / DAILY).read_bytes()
-    assert a.utility_values() == b.utility_values() != {}
+    assert a.utility.values() == b.utility.values() != {}
     assert b.search("wifi password") and a.search("Lunch orders")
 
 

@@ -209,7 +209,7 @@ def test_private_patterns_match_resolved_paths_in_any_case(workspace):
     write(workspace, "memory/ok.md", "# Ok\n\n- Public note about kites.\n")
     memory = Memory(settings, embedder=None)
     memory.sync()
-    visible = {f.path for f in memory.list_files(include_private=False)}
+    visible = {f.path for f in memory.reader.list_files(include_private=False)}
     assert visible == {"memory/ok.md"}
     for path in ("memory/Health/2026-01-05.md", "./memory/health/meds.md", "memory\\teams\\Memory.md"):
         with pytest.raises(PathError, match="not a memory file shared with this client"):

@@ -211,7 +211,7 @@ def test_long_lines_are_capped(settings: Settings) -> None:
 
     memory = indexed_memory(settings)
     try:
-        result = memory.rescue([{"role": "user", "content": "We decided to " + "keep every field " * 60}], "s")
+        result = memory.rescuer.rescue([{"role": "user", "content": "We decided to " + "keep every field " * 60}], "s")
     finally:
         memory.close()
     [line] = result.lines

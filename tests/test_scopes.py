@@ -152,7 +152,7 @@ def test_the_sleep_cycle_never_retires_a_memory_for_one_seen_elsewhere(workspace
     write(workspace, "memory/2026-01-04.md", f"# 2026-01-04\n\n{line}\n")
     with Memory(settings, embedder=None) as memory:
         memory.index()
-        report = memory.sleep_cycle(dry_run=True)
+        report = memory.sleep.run(dry_run=True)
     # Only the scoped copies repeat a memory seen wherever they are (the global one); the
     # global copy, though stated last, is never retired in favour of a scope's.
     assert sorted((r.item.path, r.by.path) for r in report.retired) == [

@@ -73,7 +73,7 @@ def test_hits_cite_the_transcript_lines_and_the_source_filters(with_sessions: tu
         assert all(h.source == "sessions" for h in memory.search("tea", source="sessions"))
         assert SECRET not in memory.get(top.path).text
         with pytest.raises(MemoryInputError, match="can be written"):
-            memory.forget(path=top.path, line=1, confirm=True)
+            memory.editor.forget(path=top.path, line=1, confirm=True)
     assert json.loads(transcript.read_text().split("\n")[0])["message"]["content"].startswith("Deploy")
 
 

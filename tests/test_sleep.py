@@ -50,7 +50,7 @@ def _lines(settings: Settings, rel: str) -> list[str]:
 def test_a_dry_run_lists_and_changes_nothing(notes: Settings) -> None:
     before = {rel: (notes.workspace / rel).read_bytes() for rel in (OLD, NEW)}
     with Memory(notes) as memory:
-        report = memory.sleep_cycle(dry_run=True)
+        report = memory.sleep.run(dry_run=True)
     assert report.ran and report.dry_run
     found = {(r.kind, r.item.citation, r.by.citation) for r in report.retired}
     assert found == {("superseded", f"{OLD}#L3", f"{NEW}#L3"), ("superseded", f"{OLD}#L5", f"{NEW}#L5"),
@@ -63,10 +63,10 @@ def test_a_dry_run_lists_and_changes_nothing(notes: Settings) -> None:
 async def test_marks_keep_every_statement_and_search_and_recall_follow_them(notes: Settings) -> None:
     ids = {memory_id(line) for line in OLD_TEXT.split("\n") + NEW_TEXT.split("\n") if line.startswith("- ")}
     with Memory(notes) as memory:
-        report = memory.sleep_cycle()
+        report = memory.sleep.run()
         assert report.ran and len(report.retired) == 3
         note = (notes.index_dir / "sleep-note.md").read_text(encoding="utf-8")
-        again = memory.sleep_cycle()
+        again = memory.sleep.run()
         assert again.ran and again.retired == []  # marks are final: nothing is marked twice
     old, new = _lines(notes, OLD), _lines(notes, NEW)
     assert old[2].startswith("- [preference] The user prefers npm for Node.js projects. <!-- superseded by m-")
@@ -101,7 +101,7 @@ def test_the_curated_file_is_never_marked(notes: Settings) -> None:
     write(notes.workspace, "MEMORY.md", CURATED)
     notes.privacy.private_paths = []  # a shared MEMORY.md: its items may retire the daily copies
     with Memory(notes) as memory:
-        report = memory.sleep_cycle()
+        report = memory.sleep.run()
     assert (notes.workspace / "MEMORY.md").read_text(encoding="utf-8") == CURATED
     duplicates = [r for r in report.retired if r.kind == "duplicate"]
     assert {r.item.path for r in duplicates} == {OLD, NEW} and all(r.by.path == "MEMORY.md" for r in duplicates)
@@ -111,7 +111,7 @@ def test_a_private_curated_file_retires_nothing_in_shared_files(notes: Settings)
     """A mark cites its keeper: a shared daily file never names the private MEMORY.md (the default)."""
     write(notes.workspace, "MEMORY.md", CURATED)
     with Memory(notes) as memory:
-        report = memory.sleep_cycle()
+        report = memory.sleep.run()
     assert not [r for r in report.retired if r.by.path == "MEMORY.md"]
     assert all("MEMORY.md" not in (notes.workspace / rel).read_text(encoding="utf-8") for rel in (OLD, NEW))
 
@@ -129,7 +129,7 @@ def test_graph_duplicates_merge_and_stale_chains_move_to_the_archive(notes: Sett
     ])
     write(notes.workspace, "memory/experience.md", text)
     with Memory(notes) as memory:
-        report = memory.sleep_cycle(now=dt.datetime(2026, 11, 26, tzinfo=dt.UTC))
+        report = memory.sleep.run(now=dt.datetime(2026, 11, 26, tzinfo=dt.UTC))
         chains = memory.experience.chains()
     assert sorted(m.reason.split(":")[0].split(" into")[0] for m in report.chains_moved) == ["merged", "stale"]
     (kept,) = chains
@@ -148,7 +148,7 @@ def test_utility_decays_and_old_log_lines_and_ledger_rows_go(notes: Settings) ->
     with Memory(notes) as memory:
         target = str(memory_id("- The user likes dark roast coffee."))
         memory.utility.reward(target, 0.8, now=dt.datetime(2026, 10, 27, tzinfo=dt.UTC))
-        report = memory.sleep_cycle(now=dt.datetime(2026, 11, 26, tzinfo=dt.UTC))
+        report = memory.sleep.run(now=dt.datetime(2026, 11, 26, tzinfo=dt.UTC))
         assert report.utility is not None and report.utility.changed == 1
         assert memory.utility.get(target) == pytest.approx(0.4, abs=1e-3)
     assert report.log_lines == 2
@@ -160,7 +160,7 @@ def test_utility_decays_and_old_log_lines_and_ledger_rows_go(notes: Settings) ->
 def _sleep_in_process(workspace: str, out: Any) -> None:
     settings = load_settings(Path(workspace), environ={})
     with Memory(settings) as memory:
-        out.put(memory.sleep_cycle().to_dict())
+        out.put(memory.sleep.run().to_dict())
 
 
 def _store_many(workspace: str, start: int) -> None:
@@ -258,7 +258,7 @@ def test_a_chat_model_can_judge_and_a_failing_one_leaves_it_to_the_rules(setting
         settings.sleep.judge = "llm"
         settings.capture.llm_model, settings.capture.llm_base_url = "judge", f"http://127.0.0.1:{port}/v1"
         with Memory(settings) as memory:
-            report = memory.sleep_cycle(dry_run=True)
+            report = memory.sleep.run(dry_run=True)
     assert calls and all(set(p) == {"pair", "older", "older_date", "newer", "newer_date"} for p in calls[0])
     retired = {r.item.text for r in report.retired}
     if fail:

@@ -166,7 +166,7 @@ def test_every_write_refreshes_only_the_changed_rows(workspace, settings, reads,
     # Two files at once, one of them shrinking to a single chunk.
     step(lambda: (write(workspace, "memory/topics/t01.md", "# One\n\n- saffron prism\n"),
                   write(workspace, "memory/topics/t02.md", note(rng, "Two", 30)), resync(memory)))
-    step(lambda: memory.forget(path="memory/topics/t00.md", line=3, confirm=True))
+    step(lambda: memory.editor.forget(path="memory/topics/t00.md", line=3, confirm=True))
     # Several writes between two searches.
     step(lambda: [(write(workspace, f"memory/topics/t1{i}.md", note(rng, f"Again {i}")), resync(memory))
                   for i in range(2)])

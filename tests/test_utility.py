@@ -221,7 +221,7 @@ def _reward_many(workspace: str, memory_id: str, times: int) -> None:
     settings = load_settings(Path(workspace), environ={})
     memory = Memory(settings, embedder=None)
     for _ in range(times):
-        memory.reward(memory_id, 0.05)
+        memory.feedback.reward(memory_id, 0.05)
 
 
 def test_many_processes_rewarding_one_memory_all_land(settings: Settings) -> None:
@@ -251,9 +251,9 @@ def test_utility_survives_a_deleted_index_and_decays_toward_neutral(settings: Se
     with Memory(settings, embedder=HashEmbedder()) as memory:
         memory.index()
         assert memory.search(QUERY)[0].id == hit.id
-        report = memory.decay_utility(now=then + dt.timedelta(days=30))
+        report = memory.utility.decay(now=then + dt.timedelta(days=30))
         assert report.changed == 1 and memory.utility.get(hit.id) == pytest.approx(0.4, abs=1e-4)
-        memory.decay_utility(now=then + dt.timedelta(days=400))
+        memory.utility.decay(now=then + dt.timedelta(days=400))
         assert memory.utility.get(hit.id) == 0.0 and memory.utility.values() == {}
 
 
@@ -267,7 +267,7 @@ def test_damaged_utility_lines_are_skipped_and_a_half_written_line_waits(setting
                     + good[:20])
     memory = Memory(settings, embedder=None)
     assert memory.utility.get(target) == 0.5
-    memory.reward(target, 0.5)  # appended after a newline, so the partial line stays one bad line
+    memory.feedback.reward(target, 0.5)  # appended after a newline, so the partial line stays one bad line
     assert memory.utility.get(target) == 0.75
 
 

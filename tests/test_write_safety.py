@@ -200,7 +200,7 @@ def test_a_hard_link_in_memory_is_not_served(workspace, settings, tmp_path):
     write(workspace, "memory/ok.md", "# Ok\n\n- The blue book club meets on Mondays.\n")
     memory = Memory(settings, embedder=None)
     memory.sync()
-    assert [f.path for f in memory.list_files()] == ["memory/ok.md"]
+    assert [f.path for f in memory.reader.list_files()] == ["memory/ok.md"]
     with pytest.raises(PathError):
         memory.get("memory/diary.md")
     assert {h.path for h in memory.search("vault combination blue book")} == {"memory/ok.md"}

@@ -355,7 +355,7 @@ def end_session(memory: Memory, request: dict[str, Any], include_private: bool =
         raise BadRequest("give transcript_path or messages")
     if episode is None or not (episode.has_work() or episode.decisions):
         return {"capture": capture, "episode": None}
-    return {"capture": capture, "episode": memory.record_episode(episode).path}
+    return {"capture": capture, "episode": memory.episodes.record(episode).path}
 
 
 def _claude_code_pre_compact(settings: Settings, payload: dict[str, Any]) -> str:
@@ -393,7 +393,8 @@ def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: 
     else:
         raise BadRequest("give transcript_path or messages")
     session = _text_field(request, "session_key") or "unnamed"
-    return memory.rescue(source, session, include_private=include_private, scope=_scope_field(request)).to_dict()
+    result = memory.rescuer.rescue(source, session, include_private=include_private, scope=_scope_field(request))
+    return result.to_dict()
 
 
 def _claude_code_session_start(settings: Settings, payload: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.errors import SearchError
@@ -40,6 +41,11 @@ class SearchRequest:
             raise SearchError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
         return cls(query, max_results, min_score, path_prefix or None, as_date(after, "after"),
                    as_date(before, "before"), include_private, today, source or None, scopes)
+
+    @classmethod
+    def coerce(cls, request: SearchRequest | str, **options: Any) -> SearchRequest:
+        """``request`` itself, or a request of that query and ``of``'s ``options``."""
+        return request if isinstance(request, SearchRequest) else cls.of(request, **options)
 
 
 def as_date(value: dt.date | str | None, name: str) -> dt.date | None:

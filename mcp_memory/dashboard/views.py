@@ -103,14 +103,14 @@ def file_url(path: str, start: int | None = None, end: int | None = None, source
 def overview(view: View) -> Page:
     memory = view.memory
     status = memory.status(view.private)  # its file count is the caller's: shared callers' leaves out private files
-    summary = memory.graph_summary(view.private)
+    summary = memory.experience.summary(view.private)
     return Page("overview.html", "Overview", {
         "status": status,
         "files": status.files,
-        "writes": _visible_writes(view, memory.write_history(50))[:5],
-        "recalls": _visible_recalls(view, memory.recall_history(50))[:5],
+        "writes": _visible_writes(view, memory.write_log.recent(50))[:5],
+        "recalls": _visible_recalls(view, memory.recall_log.recent(50))[:5],
         "graph": summary,
-        "learned": len(memory.utility_values()) if view.private else None,
+        "learned": len(memory.utility.values()) if view.private else None,
     })
 
 
@@ -138,7 +138,7 @@ def search(view: View) -> Page:
             answer = SearchAnswer(memory.search(request))
     except SearchError as exc:
         raise PageError(str(exc)) from None
-    utility = memory.utility_values()
+    utility = memory.utility.values()
     terms = query_terms(query)
     context["answer"] = answer
     context["hits"] = [_hit(view, hit, utility, terms) for hit in answer.hits if view.visible(hit.path)]
@@ -179,7 +179,7 @@ def _best_line(hit: SearchHit, numbered: list[tuple[int, str]], terms: list[str]
 
 # ----- files ----------------------------------------------------------------------------------
 def files(view: View) -> Page:
-    listed = view.memory.list_files(view.private)
+    listed = view.memory.reader.list_files(view.private)
     listed.sort(key=lambda f: (f.date is not None, -(f.date.toordinal() if f.date else 0), f.path))
     return Page("files.html", "Files", {
         "files": [{"info": f, "url": file_url(f.path)} for f in listed],
@@ -208,7 +208,7 @@ def file(view: View, path: str) -> Page:
 
 # ----- timeline -------------------------------------------------------------------------------
 def timeline(view: View) -> Page:
-    events = _visible_writes(view, view.memory.write_history(HISTORY))
+    events = _visible_writes(view, view.memory.write_log.recent(HISTORY))
     days: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for event in events:
         when = dt.datetime.fromtimestamp(event.at)
@@ -246,7 +246,7 @@ def _visible_writes(view: View, events: list[WriteEvent]) -> list[WriteEvent]:
 
 # ----- recalls --------------------------------------------------------------------------------
 def recalls(view: View) -> Page:
-    events = _visible_recalls(view, view.memory.recall_history(HISTORY))
+    events = _visible_recalls(view, view.memory.recall_log.recent(HISTORY))
     sessions: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         when = dt.datetime.fromtimestamp(event.at)
@@ -279,26 +279,26 @@ def experience(view: View) -> Page:
     query = view.param("q")
     if outcome and outcome not in OUTCOMES:
         raise PageError(f"outcome must be one of {', '.join(OUTCOMES)}")
-    chains = memory.graph_chains(view.private)
+    chains = memory.experience.chains(view.private)
     tags = sorted({t for c in chains for t in c.tags})
     if query:
         try:
-            matches = memory.graph_query(query, outcome or None, [tag] if tag else None, max_results=100,
-                                         include_private=view.private)
+            matches = memory.experience.query(query, outcome or None, [tag] if tag else None, max_results=100,
+                                              include_private=view.private)
         except MemoryInputError as exc:
             raise PageError(str(exc)) from None
         chosen = [m.chain for m in matches]
     else:
         chosen = [c for c in chains if (not outcome or c.outcome == outcome) and (not tag or tag in c.tags)]
         chosen.sort(key=lambda c: (c.last_seen, c.count), reverse=True)
-    summary = memory.graph_summary(view.private)
+    summary = memory.experience.summary(view.private)
     rewarded, penalized = _utility_lists(view)
     return Page("experience.html", "Experience", {
         "svg": chains_svg(chosen), "chains": [{"chain": c, "url": chain_link(c)} for c in chosen[:100]],
         "total": len(chains), "shown": len(chosen), "summary": summary, "outcomes": OUTCOMES, "tags": tags,
         "outcome": outcome, "tag": tag, "q": query, "colours": OUTCOME_COLOURS,
         "rewarded": rewarded, "penalized": penalized,
-        "episodes": memory.list_episodes(max_results=15, include_private=view.private),
+        "episodes": memory.episodes.find(max_results=15, include_private=view.private),
         "experience_url": file_url(EXPERIENCE_FILE),
     })
 
@@ -309,11 +309,11 @@ def _utility_lists(view: View) -> tuple[list[dict[str, Any]], list[dict[str, Any
     One lookup for both lists (it reads every file the caller may see); a few more ids than
     shown are asked for, since some may be gone from the files or hidden from this caller.
     """
-    values = view.memory.utility_values()
+    values = view.memory.utility.values()
     best = sorted(((v, k) for k, v in values.items() if v > 0), reverse=True)
     worst = sorted((v, k) for k, v in values.items() if v < 0)
     wanted = [k for _, k in best[: UTILITY_LIST * 3]] + [k for _, k in worst[: UTILITY_LIST * 3]]
-    found = view.memory.find_memories(wanted, view.private) if wanted else {}
+    found = view.memory.feedback.locate_many(wanted, view.private) if wanted else {}
     lists: list[list[dict[str, Any]]] = []
     for ranked in (best, worst):
         out: list[dict[str, Any]] = []
@@ -378,7 +378,7 @@ def forget_line(view: View) -> tuple[str, str]:
     if text != view.params.get("expected", ""):
         raise PageError(f"{path} line {line} changed since it was shown; nothing was removed", 409)
     try:
-        result = view.memory.forget(path=path, line=line, confirm=True, include_private=view.private)
+        result = view.memory.editor.forget(path=path, line=line, confirm=True, include_private=view.private)
     except (PathError, MemoryInputError) as exc:
         raise PageError(str(exc)) from None
     return result.message, local_path(view.param("next"), file_url(path))
@@ -387,8 +387,8 @@ def forget_line(view: View) -> tuple[str, str]:
 def edit_line(view: View) -> tuple[str, str]:
     path, line, _ = line_of(view, view.param("path"), view.param("line"))
     try:
-        edited = view.memory.edit_line(path, line, view.params.get("expected", ""), view.params.get("text", ""),
-                                       include_private=view.private)
+        edited = view.memory.line_editor.replace(path, line, view.params.get("expected", ""),
+                                                 view.params.get("text", ""), include_private=view.private)
     except (MemoryInputError, PathError) as exc:
         raise PageError(str(exc)) from None
     return f"edited {edited.citation}", file_url(edited.path, edited.line, source=True)
@@ -398,9 +398,9 @@ def change_utility(view: View, reward: bool) -> tuple[str, str]:
     memory_id = view.param("id")
     try:
         if reward:
-            change = view.memory.reward(memory_id, include_private=view.private)
+            change = view.memory.feedback.reward(memory_id, include_private=view.private)
         else:
-            change = view.memory.penalize(memory_id, include_private=view.private)
+            change = view.memory.feedback.penalize(memory_id, include_private=view.private)
     except MemoryInputError as exc:
         raise PageError(str(exc)) from None
     verb = "rewarded" if reward else "penalized"

@@ -41,6 +41,7 @@ from mcp_memory.config import Settings
 from mcp_memory.embedding.base import Embedder
 from mcp_memory.embedding.cache import EmbeddingCache, kind_key
 from mcp_memory.embedding.local import E5Embedder
+from mcp_memory.errors import WorkspaceGone
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +213,21 @@ class LineVectors:
             return self._fill_locked(texts, should_stop, progress)
         finally:
             lock.release()
+
+    def fill_quietly(self, texts: Callable[[], Iterable[str]], check: Callable[[], None],
+                     should_stop: Callable[[], bool] | None = None,
+                     progress: Callable[[str, int, int], None] | None = None) -> int:
+        """``fill`` with ``texts()`` after ``check()`` (the workspace still there), for a caller that
+        must not fail: precision search works without line vectors, so a failure is logged, 0 returned."""
+        try:
+            check()
+            return self.fill(texts(), should_stop, progress)
+        except WorkspaceGone as exc:
+            log.warning("line vectors: %s", exc)
+            return 0
+        except Exception:
+            log.exception("embedding memory lines failed")
+            return 0
 
     def _fill_locked(self, texts: Iterable[str], should_stop: Callable[[], bool] | None,
                      progress: Callable[[str, int, int], None] | None) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from mcp_memory.core.reading import Reader
 from mcp_memory.index.doctor import DoctorReport, diagnose
 from mcp_memory.index.engine import Engine
+from mcp_memory.index.line_vectors import LineVectors
 from mcp_memory.index.sync import Progress
 from mcp_memory.lifecycle.rules import pinned_rules
 
@@ -60,7 +61,9 @@ class StatusReport:
         }
 
 
-def status_report(engine: Engine, reader: Reader, include_private: bool = True) -> StatusReport:
+def status_report(engine: Engine, reader: Reader, include_private: bool = True,
+                  line_vectors: LineVectors | None = None) -> StatusReport:
+    """``line_vectors``: their coverage is counted for a caller that may see private files."""
     engine.open()
     engine.recovering(engine.refresh_handles)
     chunks = engine.vectors.count()
@@ -95,6 +98,8 @@ def status_report(engine: Engine, reader: Reader, include_private: bool = True) 
         include_private=include_private,
         rules=_rules_summary(engine) if include_private else None,
         shared_vectors=settings.shared_vectors_uri.rstrip("/") or None,
+        line_vectors=(line_vectors.coverage(engine.chunk_texts, engine.state.generation)
+                      if line_vectors is not None and include_private else None),
     )
 
 

@@ -87,7 +87,7 @@ def create_server(settings: Settings, service: MemoryService, *, token: str | No
                        lambda: scope_limit(None))
     notifier = ChangeNotifier(bus, service.on_change)
     # Episodes: a middleware observes tool calls; the lifespan's end writes the open sessions.
-    tracker = SessionTracker(lambda episode: service.memory().record_episode(episode), settings.episodes.idle_minutes)
+    tracker = SessionTracker(lambda episode: service.memory().episodes.record(episode), settings.episodes.idle_minutes)
     lifespan = tracker.wrap_lifespan(notifier.lifespan) if settings.episodes.enabled else notifier.lifespan
     once = CallOnce(CallRecord(settings.index_dir / "calls.sqlite"))  # a front's retried call runs once
     middleware: list[Any] = [once, tracker] if settings.episodes.enabled else [once]

@@ -56,7 +56,7 @@ def register_episode_tools(server: MCPServer, app: ServerContext) -> None:
         refuse_confined(ctx, "episodes record the sessions of every scope, so it cannot list them")
         memory = app.memory()
         try:
-            episodes = memory.list_episodes(query, after, before, max_results, app.include_private(ctx))
+            episodes = memory.episodes.find(query, after, before, max_results, app.include_private(ctx))
         except (MemoryInputError, SearchError) as exc:
             raise ToolError(str(exc)) from None
         return EpisodesResult(episodes=[EpisodeSummary.model_validate(e.summary()) for e in episodes])

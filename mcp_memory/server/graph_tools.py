@@ -84,7 +84,7 @@ def register_graph_tools(server: MCPServer, app: ServerContext) -> None:
         refuse_confined(ctx, "experiences are logged in the global memory/experience.md, which it cannot change")
         memory = app.memory()
         try:
-            result = memory.graph_add(cause, action, effect, outcome, tags, app.include_private(ctx))
+            result = memory.experience.add(cause, action, effect, outcome, tags, app.include_private(ctx))
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from None
         app.notify_changed({result.chain.path})
@@ -104,7 +104,7 @@ def register_graph_tools(server: MCPServer, app: ServerContext) -> None:
         worked and what failed. Each chain cites its entry as path#Lstart-Lend."""
         memory = app.memory()
         try:
-            matches = memory.graph_query(query, outcome_filter, tags, max_results, app.include_private(ctx))
+            matches = memory.experience.query(query, outcome_filter, tags, max_results, app.include_private(ctx))
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from None
         return GraphQueryResult(results=[ChainHit.model_validate({**m.chain.to_dict(), "score": m.score})
@@ -114,5 +114,5 @@ def register_graph_tools(server: MCPServer, app: ServerContext) -> None:
     def memory_graph_summary(ctx: Context | None = None) -> GraphSummaryResult:
         """Sum up the experience graph: chains by outcome, the most frequent causes, actions and tags, the
         latest chains, and the actions to avoid (they failed). Read it before planning work in a known area."""
-        summary = app.memory().graph_summary(app.include_private(ctx))
+        summary = app.memory().experience.summary(app.include_private(ctx))
         return GraphSummaryResult.model_validate(summary.to_dict())

@@ -46,7 +46,7 @@ def register_prompts(server: MCPServer, app: ServerContext) -> None:
         """The message, preceded by the memories relevant to it (and on a session's first, the pinned rules)."""
         private = app.include_private(ctx)
         scopes = app.searched(ctx, scope)
-        rules = app.memory().first_recall_rules(session_key, include_private=private)
+        rules = app.memory().rules.first_recall_block(session_key, include_private=private)
         block = app.memory().recall(message, session_key=session_key, include_private=private, scopes=scopes)
         head = "\n\n".join(part for part in (rules, f"{block}\n{FEEDBACK_NOTE}" if block else "") if part)
         return [UserMessage(f"{head}\n\n{message}" if head else message)]

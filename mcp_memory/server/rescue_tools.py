@@ -74,14 +74,14 @@ def register_rescue_tools(server: MCPServer, app: ServerContext) -> None:
             where = app.written(ctx, scope)
             source = _source(messages, transcript_path, include_private)
             try:
-                result = memory.rescue(source, session_key, include_private=include_private, scope=where)
+                result = memory.rescuer.rescue(source, session_key, include_private=include_private, scope=where)
             except (MemoryInputError, PathError) as exc:
                 raise ToolError(str(exc)) from None
             if result.path:
                 app.notify_changed({result.path})
             ran, message = True, result.message
             skipped = [RescueSkip(text=s.text, reason=s.reason) for s in result.skipped]
-        last = memory.last_rescue(session_key, include_private)
+        last = memory.rescuer.last(session_key, include_private)
         if last is not None and not visible(ctx, last.path):
             last = None  # rescued into another scope: as if nothing was
         lines = [RescuedLine(citation=cite(last.path, last.start_line + i), text=f"- [{item.kind}] {item.text}")

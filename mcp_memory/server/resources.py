@@ -32,7 +32,8 @@ def register_resources(server: MCPServer, app: ServerContext) -> None:
     @server.resource(FILES_URI, mime_type="application/json", description="The memory files")
     def files_resource() -> str:
         # A static resource gets no Context; the token still comes from the request's context.
-        files = [f for f in app.memory().list_files(include_private=app.include_private(None)) if visible(None, f.path)]
+        files = [f for f in app.memory().reader.list_files(include_private=app.include_private(None))
+                 if visible(None, f.path)]
         return json.dumps([{"path": f.path, "size": f.size, "date": f.date.isoformat() if f.date else None,
                             "evergreen": f.evergreen, "uri": file_uri(f.path)} for f in files],
                           ensure_ascii=False)
@@ -57,7 +58,7 @@ def register_resources(server: MCPServer, app: ServerContext) -> None:
     @server.resource("memory://rules", mime_type="application/json",
                      description="The rules MEMORY.md pins (none for callers that may not read it)")
     def rules_resource() -> str:
-        return json.dumps(app.memory().pinned_rules(include_private=app.include_private(None)).to_dict(),
+        return json.dumps(app.memory().rules.report(include_private=app.include_private(None)).to_dict(),
                           ensure_ascii=False)
 
     @server.resource("memory://status", mime_type="application/json", description="Index status")

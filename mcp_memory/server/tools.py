@@ -241,8 +241,8 @@ def _register_forget(server: MCPServer, app: ServerContext) -> None:
         require_write(ctx)
         where = removable(app.scope, ctx, scope)
         try:
-            result = app.memory().forget(query, path, line, confirm, include_private=app.include_private(ctx),
-                                         scopes=where)
+            result = app.memory().editor.forget(query, path, line, confirm, include_private=app.include_private(ctx),
+                                                scopes=where)
         except (MemoryInputError, PathError) as exc:
             raise ToolError(str(exc)) from None
         if result.removed:

@@ -59,10 +59,10 @@ def _change(app: ServerContext, ctx: Context | None, memory_id: str, amount: flo
     require_write(ctx)
     if not app.include_private(ctx):
         raise ToolError("this token is shared: it may search memory, not change what memories are worth")
-    memory = app.memory()
+    feedback = app.memory().feedback
     try:
-        located = memory.find_memory(memory_id)
-        change = memory.penalize(located.id, amount) if penalize else memory.reward(located.id, amount)
+        located = feedback.locate(memory_id)
+        change = feedback.penalize(located.id, amount) if penalize else feedback.reward(located.id, amount)
     except MemoryInputError as exc:
         raise ToolError(str(exc)) from None
     data = change.to_dict()
