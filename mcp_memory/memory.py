@@ -166,9 +166,10 @@ class Memory:
         return self.line_vectors.fill_quietly(self.engine.chunk_texts, self.engine.check_present, should_stop, progress)
 
     def index(self, progress: Progress | None = None) -> SyncReport:
-        """Sync, then embed everything that is missing."""
+        """Sync, embed everything that is missing, and save the search snapshot for the next process."""
         report = self.sync(progress)
         self.backfill(progress)
+        self.engine.save_snapshot(load=True)
         return report
 
     def pending_embeddings(self) -> int:

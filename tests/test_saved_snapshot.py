@@ -147,3 +147,14 @@ def test_settings_loaded_from_disk_agree_on_the_tag(workspace: Path) -> None:
         memory.search(QUERY)
     with memory_of(load_settings(workspace=workspace)) as memory:
         assert memory.engine.searchable_without_sync()
+
+
+def test_indexing_saves_the_snapshot_for_the_first_session(settings: Settings) -> None:
+    """``mcp-memory index`` (no search) leaves a saved snapshot: the first client's warm process
+    answers at once."""
+    seeded(settings.workspace)
+    with memory_of(settings) as memory:
+        memory.index()
+    with memory_of(settings) as memory:
+        assert memory.engine.searchable_without_sync()
+        assert "ferry" in memory.search(QUERY)[0].snippet

@@ -259,13 +259,14 @@ class Engine:
         except OSError as exc:  # a cache: a full disk or a read-only folder costs the next start time
             log.info("could not save the search snapshot: %s", exc)
 
-    def save_snapshot(self) -> None:
+    def save_snapshot(self, load: bool = False) -> None:
         """Save the search snapshot, brought up to the index generation, for the next process.
 
         A long-running process calls this when it closes: it kept the snapshot current through
-        every edit, so the next process to start can search without reading LanceDB.
+        every edit, so the next process to start can search without reading LanceDB. With
+        ``load`` (after indexing), a process that never searched loads the snapshot to save it.
         """
-        if not self._opened or self._generation is None:
+        if not self._opened or (self._generation is None and not load):
             return  # never searched: nothing loaded to save
         self.check_present()  # a removed workspace is not made again for a cache
         self.refresh_snapshot()
