@@ -654,7 +654,7 @@ def _add_capture_commands(sub: _Commands, common: argparse.ArgumentParser) -> No
     p.set_defaults(handler=_cmd_capture)
 
     p = sub.add_parser("hook", parents=[common], help="run a client hook (reads the hook JSON on stdin; exits 0)")
-    p.add_argument("client", help="claude-code or openclaw (the plugin in manifests/openclaw-plugin)")
+    p.add_argument("client", help="claude-code or openclaw (the plugin in mcp_memory/clients/openclaw_plugin)")
     p.add_argument("event", help="prompt (UserPromptSubmit), stop (Stop), session-end (SessionEnd), "
                                  "pre-compact (PreCompact) or session-start (SessionStart)")
     p.set_defaults(handler=_cmd_hook)

@@ -130,7 +130,7 @@ def test_every_manifest_has_a_row_in_the_readme():
 
 
 def test_openclaw_plugin_layout():
-    root = MANIFESTS / "openclaw-plugin"
+    root = MANIFESTS.parent / "mcp_memory" / "clients" / "openclaw_plugin"
     package = json.loads((root / "package.json").read_text(encoding="utf-8"))
     manifest = json.loads((root / "openclaw.plugin.json").read_text(encoding="utf-8"))
     assert package["type"] == "module" and package["version"] == mcp_memory.__version__

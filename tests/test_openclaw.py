@@ -230,14 +230,6 @@ def ws(workspace: Path) -> Path:
 
 
 # ----- the plugin's files ----------------------------------------------------------------------------
-def test_the_manifest_copy_is_the_packaged_plugin() -> None:
-    """``manifests/openclaw-plugin/`` is what ``mcp-memory setup openclaw`` installs, byte for byte."""
-    copy = ROOT / "manifests" / "openclaw-plugin"
-    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in PLUGIN.iterdir())
-    for path in PLUGIN.iterdir():
-        assert (copy / path.name).read_bytes() == path.read_bytes(), path.name
-
-
 def test_the_plugin_loads_when_the_gateway_starts() -> None:
     """OpenClaw 2026.9 imports a plugin at Gateway start only when its manifest asks for it;
     a hook-only plugin that does not is never loaded, and none of its hooks run."""

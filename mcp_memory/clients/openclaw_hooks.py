@@ -1,7 +1,7 @@
 """OpenClaw's plugin hooks: ``mcp-memory hook openclaw <event>``.
 
 OpenClaw plugins register typed hooks in-process (``api.on("before_prompt_build", ...)``).
-The plugin (``mcp_memory/clients/openclaw_plugin/``, copied to ``manifests/openclaw-plugin/``)
+The plugin (``mcp_memory/clients/openclaw_plugin/``, package data that ``setup openclaw`` installs)
 is plain JavaScript that hands each hook's event and context to this command as JSON on stdin::
 
     {"event": {...the hook's event...},
