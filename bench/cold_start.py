@@ -46,22 +46,7 @@ TARGET_RATIO = 1.2
 SETTLE_S = 0.3  # pause between runs, so a dying process does not overlap the next one
 WARM_UP_TIMEOUT_S = 120.0
 
-FLOOR_SERVER = '''\
-"""Floor for bench/cold_start.py: a minimal MCPServer with one trivial tool."""
-from mcp.server import MCPServer
-
-server = MCPServer("floor")
-
-
-@server.tool()
-def ping() -> str:
-    """Return a short string."""
-    return "pong"
-
-
-if __name__ == "__main__":
-    server.run()
-'''
+FLOOR_SERVER = Path(__file__).with_name("floor_server.py")  # the bare MCPServer of the same SDK
 
 
 def log(message: str) -> None:
@@ -171,8 +156,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mcp-memory-cold-"))
     try:
         workspace = write_workspace(tmp)
-        floor_file = tmp / "floor_server.py"
-        floor_file.write_text(FLOOR_SERVER, encoding="utf-8")
+        floor_file = FLOOR_SERVER
         results: dict[str, Any] = {"machine": machine(mcp=version("mcp")), "load_before": loadavg(), "modes": {}}
         for mode in args.modes:
             log(f"{mode}: {args.runs} runs each")

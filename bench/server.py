@@ -87,22 +87,7 @@ FRONT_TARGET_RSS_MB = 60.0
 WARM_OFF = ("MCP_MEMORY_WARM_ENABLED", "false")
 SETTLE_S = 0.3  # pause between cold starts, so a dying process does not overlap the next one
 
-FLOOR_SERVER = '''\
-"""Floor for bench/server.py: a minimal MCPServer with one trivial tool."""
-from mcp.server import MCPServer
-
-server = MCPServer("floor")
-
-
-@server.tool()
-def ping() -> str:
-    """Return a short string."""
-    return "pong"
-
-
-if __name__ == "__main__":
-    server.run()
-'''
+FLOOR_SERVER = Path(__file__).with_name("floor_server.py")  # the bare MCPServer of the same SDK
 
 # --layers: the same two servers, started through this launcher, which wraps SDK and engine
 # functions with timers (in the child process only; nothing is changed on disk) and appends
@@ -785,12 +770,9 @@ def main() -> None:
     results["queries_sample"] = [*queries[:5], "..."]
 
     results["workspace"] = prepare_workspace(args.workspace, data)
-    with tempfile.TemporaryDirectory(prefix="mcp-memory-server-bench-floor-") as tmp:
-        floor_file = Path(tmp) / "floor_server.py"
-        floor_file.write_text(FLOOR_SERVER, encoding="utf-8")
-        results["commands"] = {"memory": [*memory_command(), "serve", "--workspace", str(args.workspace)],
-                               "floor": [sys.executable, "<tmp>/floor_server.py"]}
-        anyio.run(run_protocol, args, results, floor_file, warmups, queries)
+    results["commands"] = {"memory": [*memory_command(), "serve", "--workspace", str(args.workspace)],
+                           "floor": [sys.executable, "bench/floor_server.py"]}
+    anyio.run(run_protocol, args, results, FLOOR_SERVER, warmups, queries)
     results["loadavg_end"] = loadavg()
     results["total_s"] = round(time.perf_counter() - run_started, 1)
 

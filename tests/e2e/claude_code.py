@@ -9,15 +9,12 @@ returns a ``ClaudeRun``: the stream-json events and the model requests made duri
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from .conftest import World, client_binary
+from .conftest import World, client_binary, run_headless
 from .model_anthropic import AnthropicModel
 from .model_script import Recorded
-
-RUN_TIMEOUT = 180
 
 
 @dataclass
@@ -82,12 +79,5 @@ def run_claude(world: World, model: AnthropicModel, prompt: str, *options: str,
     argv = [str(client_binary("claude-code")), "-p", prompt, "--output-format", "stream-json", "--verbose",
             "--include-hook-events", "--allowedTools", "mcp__memory", *options,
             "--debug-file", str(world.home / "claude-debug.log")]
-    result = subprocess.run(argv, env=env or claude_env(world, model), cwd=world.project, capture_output=True,
-                            text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
-    events = []
-    for line in result.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return ClaudeRun(result.returncode, events, result.stderr, list(model.requests[first:]))
+    returncode, events, stderr = run_headless(argv, env or claude_env(world, model), world.project)
+    return ClaudeRun(returncode, events, stderr, list(model.requests[first:]))

@@ -10,15 +10,13 @@ trust review (``--dangerously-bypass-hook-trust``), which a headless run cannot 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from .conftest import World, client_binary
+from .conftest import World, client_binary, run_headless
 from .model_responses import ResponsesModel
 from .model_script import Recorded
 
-RUN_TIMEOUT = 180
 PROVIDER = """# written before mcp-memory setup: the user's own settings, which setup must keep
 model = "gpt-5"
 model_provider = "scripted"
@@ -73,12 +71,5 @@ def run_codex(world: World, model: ResponsesModel, prompt: str) -> CodexRun:
     env = {**world.env, "SCRIPTED_API_KEY": "dummy"}
     argv = [str(client_binary("codex")), "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check",
             "--json", "--color", "never", prompt]
-    result = subprocess.run(argv, env=env, cwd=world.project, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                            stdin=subprocess.DEVNULL)
-    events = []
-    for line in result.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return CodexRun(result.returncode, events, result.stderr, list(model.requests[first:]))
+    returncode, events, stderr = run_headless(argv, env, world.project)
+    return CodexRun(returncode, events, stderr, list(model.requests[first:]))

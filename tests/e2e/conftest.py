@@ -13,6 +13,7 @@ documented way. After a test, no ``mcp-memory`` process of that world may be lef
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,6 +107,23 @@ class World:
                 os.kill(int(line.split(":", 1)[0]), 9)
             except OSError:
                 pass
+
+
+HEADLESS_TIMEOUT = 180  # seconds one headless client session may take
+
+
+def run_headless(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """Run a client headless, stdin closed: its exit code, the JSON events it printed one per
+    line on stdout (other lines skipped), and its stderr."""
+    result = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=HEADLESS_TIMEOUT,
+                            stdin=subprocess.DEVNULL)
+    events = []
+    for line in result.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return result.returncode, events, result.stderr
 
 
 def make_world(root: Path) -> World:

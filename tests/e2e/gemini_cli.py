@@ -10,15 +10,13 @@ project folder trusted.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from .conftest import World, client_binary
+from .conftest import World, client_binary, run_headless
 from .model_gemini import GeminiModel
 from .model_script import Recorded
 
-RUN_TIMEOUT = 180
 SETTINGS = {
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
     "privacy": {"usageStatisticsEnabled": False},
@@ -58,12 +56,5 @@ def run_gemini(world: World, model: GeminiModel, prompt: str) -> GeminiRun:
     env = {**world.env, "GOOGLE_GEMINI_BASE_URL": model.base_url, "GEMINI_API_KEY": "dummy",
            "GEMINI_CLI_TRUST_WORKSPACE": "true"}
     argv = [str(client_binary("gemini")), "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", prompt]
-    result = subprocess.run(argv, env=env, cwd=world.project, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                            stdin=subprocess.DEVNULL)
-    events = []
-    for line in result.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return GeminiRun(result.returncode, events, result.stderr, list(model.requests[first:]))
+    returncode, events, stderr = run_headless(argv, env, world.project)
+    return GeminiRun(returncode, events, stderr, list(model.requests[first:]))
