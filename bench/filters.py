@@ -57,11 +57,19 @@ def baseline_detectors(rev: str) -> dict[str, Detector]:
     package = folder / "baseline_pkg" / "mcp_memory" / "safety"
     package.mkdir(parents=True)
     (package.parent / "__init__.py").write_text("", encoding="utf-8")
-    for name in ("__init__", "text", "secrets", "injection"):
-        source = show(f"mcp_memory/safety/{name}.py")
+    # Every file of the package at that revision: its modules and its rule files (rules/*.toml).
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", rev, "mcp_memory/safety/"],
+                            capture_output=True, text=True)
+    paths = [path for path in listed.stdout.splitlines() if not path.endswith(".pyc")]
+    if listed.returncode != 0 or "mcp_memory/safety/__init__.py" not in paths:
+        raise SystemExit(f"{rev} has no mcp_memory/safety package")
+    for path in paths:
+        source = show(path)
         if source is None:
-            raise SystemExit(f"{rev} has no mcp_memory/safety/{name}.py")
-        (package / f"{name}.py").write_text(source, encoding="utf-8")
+            raise SystemExit(f"{rev}: cannot read {path}")
+        target = package / Path(path).relative_to("mcp_memory/safety")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source, encoding="utf-8")
     # Import the old package under its own name, without the installed one in the way.
     saved = {k: v for k, v in sys.modules.items() if k == "mcp_memory" or k.startswith("mcp_memory.")}
     for key in saved:

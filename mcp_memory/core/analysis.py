@@ -6,8 +6,8 @@
   becomes one token.
 * ``TermAnalyzer``: those tokens lowercased, cut at 64 characters and stemmed by the English
   Snowball stemmer, as the keyword index holds them (``build_analyzer`` is the same pipeline,
-  registered with Tantivy). ``query_terms`` also drops ``QUERY_STOPWORDS`` and stops at
-  ``MAX_QUERY_TERMS``.
+  registered with Tantivy). ``query_terms`` also drops ``QUERY_STOPWORDS`` (the words of
+  ``mcp_memory/core/words/query_stopwords.txt``) and stops at ``MAX_QUERY_TERMS``.
 * ``jaccard``: the overlap of two sets of tokens or terms (MMR, duplicate checks).
 
 Importing this module is cheap: Tantivy is imported when the first analyzer is built.
@@ -15,6 +15,7 @@ Importing this module is cheap: Tantivy is imported when the first analyzer is b
 
 from __future__ import annotations
 
+import importlib.resources
 import re
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
@@ -27,18 +28,16 @@ _WORD = re.compile(r"[^\W_]+")
 _ANALYZE_TOKENS = 512  # tokens handed to the analyzer at a time
 MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
 
+
+def _stopwords() -> frozenset[str]:
+    """The words of words/query_stopwords.txt (comments, lines starting with #, left out)."""
+    text = (importlib.resources.files("mcp_memory.core") / "words" / "query_stopwords.txt").read_text(encoding="utf-8")
+    return frozenset(word for line in text.splitlines() if not line.lstrip().startswith("#") for word in line.split())
+
+
 # Function words dropped from queries (not from the index): "what did we decide" should match
 # on "decide", not on every note that says "we". A query of only such words keeps them.
-_STOPWORD_TEXT = """
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just let me more
-most my myself no nor not now of off on once only or other our ours ourselves out over own same
-shall she should so some such than that the their theirs them themselves then there these they
-this those through to too under until up very was we were what when where which while who whom
-why will with would you your yours yourself yourselves
-"""
-QUERY_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+QUERY_STOPWORDS = _stopwords()
 
 
 def keyword_tokens(text: str) -> list[str]:
