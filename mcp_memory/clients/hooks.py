@@ -64,7 +64,9 @@ log = logging.getLogger(__name__)
 MAX_STDIN_BYTES = 16 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
 # Seconds a prompt hook waits for the warm process (started by it when none runs) before answering
-# alone from keywords: a cold start of the warm process takes about two seconds.
+# alone from keywords. A warm process answers within about a second when its saved search snapshot
+# is current (index/saved_snapshot.py); one that must sync first (files edited while none ran)
+# takes two or more, and the hook then answers from keywords.
 RECALL_TIMEOUT = 2.2
 CAPTURE_TIMEOUT = 60.0
 MAX_RECALLED = 100  # more memories than any recall budget holds: a longer list is not a real reply
