@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mcp_memory.config import load_settings
+from mcp_memory.core import updates
 from mcp_memory.memory import Memory
+
+updates_window = updates.SEARCH_WINDOW  # the product's; the variant updates=off sets 0
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -181,11 +184,13 @@ def _distinct_paths(hits: list) -> list[str]:
 
 
 def apply_variant(memory: Memory, variant: str, default_embedder: object) -> str:
-    """Modes and setting tweaks: hybrid, bm25, vector, precise, deep, decay=off, mmr=off, weights=0.3/0.7, ...
+    """Modes and setting tweaks: hybrid, bm25, vector, precise, deep, decay=off, mmr=off, weights=0.3/0.7,
+    updates=off, ...
 
     Returns the search mode the variant names (default, precise or deep)."""
     s = memory.settings.search
     memory.engine.searcher.embedder = default_embedder
+    updates.SEARCH_WINDOW = updates_window
     mode = "default"
     for part in variant.split(","):
         key, _, value = part.partition("=")
@@ -211,6 +216,8 @@ def apply_variant(memory: Memory, variant: str, default_embedder: object) -> str
             s.vector_weight, s.text_weight = float(vw), float(tw)
         elif key == "candidates":
             s.candidate_multiplier = int(value)
+        elif key == "updates":  # changed facts among the first hits (core/updates.py): on (default) or off
+            updates.SEARCH_WINDOW = updates_window if value == "on" else 0
         else:
             raise SystemExit(f"unknown variant part {part!r}")
     return mode
@@ -225,7 +232,7 @@ def main() -> None:
     parser.add_argument("--today", default=None, help="reference date for temporal decay (default: today)")
     parser.add_argument("--variant", action="append", default=None,
                         help="hybrid | bm25 | vector | precise | deep | decay=on|off | mmr=on|off | weights=V/T | "
-                             "lambda=X | ... (comma-join to combine; default: hybrid, bm25, vector)")
+                             "lambda=X | updates=on|off | ... (comma-join to combine; default: hybrid, bm25, vector)")
     parser.add_argument("--json", type=Path, default=None, help="also write all figures to this file")
     args = parser.parse_args()
 

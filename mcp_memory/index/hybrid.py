@@ -15,6 +15,9 @@
    scores are multiplied by the utility factor of the memory each would be named by; a memory
    the sleep cycle retired (superseded, or a duplicate) is halved.
 6. ``min_score`` and ``max_results`` cut the list.
+7. Changed facts (``core/updates.py``): among the first hits and a few after them, a memory that
+   a later one updates ("prefers npm" → "now prefers pnpm") is moved just below it and names it
+   in ``replaced_by``; the later one takes its place, coming in from below the cut if need be.
 
 Each hit carries the ``id`` of the memory holding its best line (``core/memory_ids.py``), taken
 from the whole file when the file still holds that line (``core/memory_lookup.py``).
@@ -28,12 +31,14 @@ import datetime as dt
 import heapq
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcp_memory.config import SearchSettings
+from mcp_memory.core import updates
 from mcp_memory.core.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import RETIRED_MARK, retired_by, unit_at
@@ -71,6 +76,7 @@ class Ranking:
     ranked: list[tuple[int, float]]  # (row, score)
     vector_scores: dict[int, float]  # cosine of each vector candidate to the query
     _query_terms: frozenset[str] | None = None
+    reserve: list[tuple[int, float]] = field(default_factory=list)  # the rows that would come next (``rank(reserve=)``)
 
     def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         if self._query_terms is None:
@@ -99,13 +105,24 @@ class HybridSearcher:
     def search(self, request: SearchRequest, use_vectors: bool = True,
                hidden: PrivacyRules | None = None) -> list[SearchHit]:
         """Ranked hits for ``request``; ``hidden``: files left out (a shared caller's private ones)."""
-        ranking = self.rank(request, use_vectors, hidden)
-        return [self.hit(ranking, row, score) for row, score in ranking.ranked]
+        ranking = self.rank(request, use_vectors, hidden, reserve=updates.SEARCH_WINDOW)
+        hits = [self.hit(ranking, row, score) for row, score in ranking.ranked]
+        return self.settle(hits, len(hits), lambda: [self.hit(ranking, row, score) for row, score in ranking.reserve])
+
+    def settle(self, hits: list[SearchHit], keep: int,
+               more: Callable[[], list[SearchHit]] | None = None) -> list[SearchHit]:
+        """The first ``keep`` hits, a memory that a later one among them (or among ``more``, the hits
+        that would follow) updates moved just below it, with ``replaced_by`` (``core/updates.py``)."""
+        return updates.settle(hits, self.statement, keep, more)
+
+    def statement(self, hit: SearchHit) -> updates.Statement | None:
+        """The memory a hit is named by, with its date; None when undated or already retired."""
+        return updates.statement_of(hit, self.naming)
 
     def rank(self, request: SearchRequest, use_vectors: bool = True, hidden: PrivacyRules | None = None,
-             diversify: bool = True, utility: bool = True) -> Ranking:
+             diversify: bool = True, utility: bool = True, reserve: int = 0) -> Ranking:
         """Rows of the snapshot ranked for ``request``: filtered, fused, decayed, weighed by ``utility``,
-        cut and (``diversify``) MMR."""
+        cut and (``diversify``) MMR; the rows that would follow, up to ``reserve`` in all, in ``Ranking.reserve``."""
         s = self.settings
         k = s.max_results if request.max_results is None else int(request.max_results)
         if k < 1:
@@ -152,8 +169,12 @@ class HybridSearcher:
         ranked = [(row, score) for row, score in ranked if score >= threshold]
         if diversify and s.mmr_enabled and len(ranked) > 1:
             pool_rows = ranked[: max(k * 3, 20)]
-            ranked = _mmr(pool_rows, {row: self.row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
-        return Ranking(snap, query, ranked[:k], vector_scores)
+            picked = _mmr(pool_rows, {row: self.row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
+            chosen = {row for row, _ in picked}
+            # What would follow, by relevance: only read for memories that update one of the hits.
+            return Ranking(snap, query, picked, vector_scores,
+                           reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen])
+        return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)])
 
     def diversify(self, snap: SearchSnapshot, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
         """``ranked`` reordered by MMR as ``rank`` does (unchanged when MMR is off), at most ``k`` rows."""

@@ -11,7 +11,8 @@ The first hop is a precision search; its three leading hits keep their places at
 the rest of the list is the best of both hops by score (a second-hop hit at half its score for
 the question and the concept), every file not listed yet before a second hit of a listed one.
 On LoCoMo that order took multi-hop R@10 from 0.760 to 0.771 (keeping five leading hits, and a
-listed file at half its score, before).
+listed file at half its score, before). Last, a memory that a later one among the first hits
+updates is moved just below it (``core/updates.py``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from mcp_memory.config import Settings
+from mcp_memory.core import updates
 from mcp_memory.core.analysis import QUERY_STOPWORDS, TermAnalyzer, keyword_tokens
 from mcp_memory.core.hits import SearchAnswer, SearchHit
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import Ranking
 from mcp_memory.search.precision import PrecisionSearch, result_count
+from mcp_memory.search.query_focus import focus, is_long
 from mcp_memory.search.rerank.local import LocalReranker
 
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
@@ -66,18 +69,24 @@ class DeepSearch:
         for concept in concepts:
             if time.monotonic() > deadline:
                 break
-            second = self.engine.rank(replace(request, query=f"{first.query} {concept}", max_results=k))
+            # A long query (the conversation so far) adds its focus, the latest turn, to the concept:
+            # the whole of it would drown the concept's one word (``search/query_focus.py``).
+            second = self.engine.rank(replace(request, query=f"{focus(first.query)} {concept}", max_results=k))
             for row, score in second.ranked:
                 best, via = found.get(row, (0.0, []))
                 found[row] = (max(best, score * SECOND_HOP_DISCOUNT), [*via, concept])
-        return SearchAnswer(self._merge(first, leading, found, k), mode="deep", concepts=concepts,
-                            warnings=reranked.warnings, reranker=reranked.reranker)
+        # A few hits past the k shown, so that a later memory updating one of them can take its place.
+        hits = self.engine.searcher.settle(self._merge(first, leading, found, max(k, updates.SEARCH_WINDOW)), k)
+        return SearchAnswer(hits, mode="deep", concepts=concepts, warnings=reranked.warnings,
+                            reranker=reranked.reranker)
 
     def concepts(self, first: Ranking) -> list[str]:
         """Words of the first hits' best lines worth a second search, most telling first."""
         snap = first.snapshot
         query_terms = set(first.query_terms(self._analyzer))
-        weights = self.engine.keywords.idf(query_terms) if query_terms else {}
+        # The best lines are those of what is asked now (a long query's focus; a short query's own words).
+        asked = set(self._analyzer.query_terms(focus(first.query))) if is_long(first.query) else query_terms
+        weights = self.engine.keywords.idf(asked) if asked else {}
         total = sum(weights.values())
         local = self._local()
         counts: Counter[str] = Counter()

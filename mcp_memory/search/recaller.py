@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
+from mcp_memory.core import updates
 from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
@@ -62,18 +63,28 @@ class Recaller:
         candidates, floor = self._candidates(prompt, max_items * 2 + r.primer_items * 2,
                                              r.min_score if min_score is None else min_score,
                                              keywords_only, include_private, scopes)
-        # A memory the sleep cycle retired (superseded, or said again elsewhere) is never recalled.
+        # A memory the sleep cycle retired (superseded, or said again elsewhere), or that a later
+        # memory among the hits updates (core/updates.py), is never recalled: the later one, when
+        # among the candidates, takes its place.
+        relevant = [h for h in candidates
+                    if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
+                                   else r.keyword_only_coverage)]
+        stale = {h.id for h in candidates if h.replaced_by}
         candidates = [h for h in candidates if not h.replaced_by]
-        hits = [h for h in candidates
-                if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
-                               else r.keyword_only_coverage)][: max_items * 2]
+        current = {h.id: h for h in reversed(candidates)}  # the first hit of each memory
+        hits: list[SearchHit] = []
+        for found in relevant:
+            hit = current.get(found.replaced_by) if found.replaced_by else found
+            if hit is not None and hit not in hits:
+                hits.append(hit)
+        hits = hits[: max_items * 2]
         # The matched memories of each hit, not its chunk; the product's own bookkeeping left out.
-        hits = focus(hits, prompt, self.engine.naming)
+        hits = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session, prompt_id) if session else 0
         if turn == 1 and r.primer_items and not keywords_only:
-            hits = self._standing_rules(prompt, candidates, hits, r.primer_items) + hits
+            hits = self._standing_rules(prompt, candidates, hits, r.primer_items, stale) + hits
         if session and r.repeat_turns > 0:
             recent = ledger.recalled_since(session, turn - r.repeat_turns)
             hits = [h for h in hits if recall_key(h) not in recent]
@@ -81,6 +92,25 @@ class Recaller:
         if session:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
         return hits
+
+    def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
+                 stale: set[str]) -> list[SearchHit]:
+        """The memories shown, each that a later one among them or the other candidates updates
+        (``core/updates.py``) replaced by that one: a chunk's memories are compared one by one here."""
+        naming = self.engine.naming
+        shown = [h for h in shown if h.id not in stale]
+        ids = {h.id for h in shown}
+        reserve = [h for h in candidates if h.id not in ids]
+        settled = updates.settle(shown + reserve, lambda hit: updates.statement_of(hit, naming), len(shown))
+        out = []
+        for hit in settled:
+            if hit.replaced_by:
+                stale.add(hit.id)
+            elif hit.id in ids:
+                out.append(hit)
+            else:  # a later memory come in from the candidates: shown as its memory, not its chunk
+                out.extend([h for h in focus([hit], prompt, naming) if h.id == hit.id][:1] or [hit])
+        return out
 
     def _candidates(self, prompt: str, pool: int, threshold: float, keywords_only: bool,
                     include_private: bool, scopes: ScopeFilter | None = None) -> tuple[list[SearchHit], float | None]:
@@ -95,16 +125,17 @@ class Recaller:
         return self.engine.search(request), self.engine.relevance_floor()
 
     def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
-                        limit: int) -> list[SearchHit]:
+                        limit: int, stale: set[str]) -> list[SearchHit]:
         """The [preference] and [decision] bullets of the candidates closest to the prompt, one line each.
 
-        Lines already shown by a gated hit are left out. A line must still resemble the
-        prompt (the relevance floor less ``PRIMER_MARGIN``, compared line by line rather than
-        chunk by chunk), so an unrelated prompt primes nothing.
+        Lines already shown by a gated hit, and ``stale`` memories (updated by a later one), are
+        left out. A line must still resemble the prompt (the relevance floor less ``PRIMER_MARGIN``,
+        compared line by line rather than chunk by chunk), so an unrelated prompt primes nothing.
         """
         shown = {(h.path, n) for h in gated for n in range(h.start_line, h.end_line + 1)}
         lines = [(hit, number, raw.strip()) for hit, number, raw in self.similarity.hit_lines(candidates, skip=shown)
-                 if _STANDING.match(raw) and not retired_by(raw)]
+                 if _STANDING.match(raw) and not retired_by(raw)
+                 and not (stale and self._line_id(hit.path, number) in stale)]
         floor = self.engine.relevance_floor()
         if not lines or floor is None:
             return []

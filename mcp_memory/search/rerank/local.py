@@ -16,7 +16,8 @@ answers the question. This stage reads each candidate line by line:
 
 Word evidence (lines, phrases) counts only when some candidate holds a good share of the
 query's words, so a query whose words the notes do not hold (another language) keeps the
-first stage's order.
+first stage's order. A long query (the conversation so far) is read for its focus, the latest
+user turn (``search/query_focus.py``); the first-stage scores carry the rest of it.
 
 Measured on LoCoMo (``bench/locomo.py``, ``docs/benchmarks.md``), along with what did not
 help: vectors per line from the default (chunk) model, rank fusion instead of score blending.
@@ -33,6 +34,7 @@ from itertools import pairwise
 from mcp_memory.core.analysis import TermAnalyzer
 from mcp_memory.core.periods import date_closeness, query_periods
 from mcp_memory.index.line_vectors import LineVectors
+from mcp_memory.search.query_focus import focus
 from mcp_memory.search.rerank.base import RerankCandidate
 
 FIRST_STAGE_WEIGHT = 0.6
@@ -64,6 +66,9 @@ class LocalReranker:
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
         if not candidates:
             return []
+        # A long query (the conversation so far) is read for its focus, the latest turn: the
+        # candidates' first-stage scores carry the rest of it (``search/query_focus.py``).
+        query = focus(query)
         terms = self._analyzer.query_terms(query)
         weights = self._idf(terms) if terms else {}
         total = sum(weights.values())

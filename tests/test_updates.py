@@ -1,0 +1,196 @@
+"""Changed facts: the later statement wins in every search mode, in recall and in the sleep cycle.
+
+"The user prefers npm" and, later, "The user now prefers pnpm, no longer npm" are both on disk
+(the issue's example). Search lists the later first and names it in the earlier's ``replaced_by``;
+recall shows only the later; ``mcp-memory sleep --dry-run`` marks the earlier superseded. The
+detector (``core/updates.py``) is read in English, Chinese and across the two, and memories that
+only look alike (an addition, another person, an action and its reversal) are left as they are.
+
+The MCP tools are driven through the real ``mcp.Client`` in memory (HashEmbedder: the subject here
+is the reading of changes, not embedding); the sleep cycle runs as a separate program and, with
+the issue's example end to end, with the real default embedder.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from conftest import close_server, indexed_memory, make_server, server_env, write
+from mcp_memory.config import Settings
+from mcp_memory.core import updates
+from mcp_memory.core.memory_ids import memory_id
+from mcp_memory.core.updates import Statement, supersedes
+from mcp_memory.memory import Memory
+
+OLD, NEW = "memory/2026-10-01.md", "memory/2026-11-20.md"
+NPM = "- [preference] The user prefers npm as the package manager."
+PNPM = "- [preference] The user now prefers pnpm as the package manager, no longer npm."
+NOTES = {
+    OLD: f"# 2026-10-01\n\n{NPM}\n- The staging database runs on db-1.internal.\n",
+    NEW: f"# 2026-11-20\n\n{PNPM}\n- The user's cat is called Miso.\n",
+    "memory/2026-09-10.md": "# 2026-09-10\n\n- The user is learning Portuguese on weekday mornings.\n",
+    "memory/projects/atlas.md": "# Atlas\n\nAtlas is the data platform; it runs on Kubernetes with Airflow.\n",
+}
+QUESTION = "which package manager does the user prefer"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def npm_notes(settings: Settings) -> Settings:
+    for path, text in NOTES.items():
+        write(settings.workspace, path, text)
+    return settings
+
+
+def _at(hits: list[dict[str, Any]], text: str) -> int | None:
+    """The position of the hit named by the memory ``text``."""
+    wanted = memory_id(text)
+    return next((i for i, hit in enumerate(hits) if hit["id"] == wanted), None)
+
+
+def assert_later_wins(hits: list[dict[str, Any]], older: str, newer: str) -> None:
+    """The later memory is listed above the earlier, which stays in the result and names it."""
+    old_at, new_at = _at(hits, older), _at(hits, newer)
+    assert new_at is not None and old_at is not None, [h["snippet"] for h in hits]
+    assert new_at < old_at, [h["snippet"] for h in hits]
+    assert hits[old_at]["replaced_by"] == hits[new_at]["id"] and hits[new_at]["replaced_by"] == ""
+
+
+# ----- the detector --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("older", "newer"), [
+    ("The user prefers npm as the package manager.",
+     "The user now prefers pnpm as the package manager, no longer npm."),
+    ("The staging DB is on db-1.", "The staging DB is on db-2."),
+    ("Rent for the flat is 1,200 euros a month.", "Rent went up to 1,350 euros a month."),
+    ("房租每月四千五。", "房租涨到每月四千八了。"),
+    ("用户习惯用 yarn 管理依赖。", "用户改用 pnpm 了，不再用 yarn。"),
+    ("小陈住在北京朝阳区。", "小陈搬到深圳南山区了。"),
+    ("The team's CI runs on Jenkins.", "持续集成已经从 Jenkins 迁移到 GitHub Actions。"),
+    ("用户的 Kindle 是 Paperwhite 3。", "The user replaced the Paperwhite 3 with a Kindle Scribe."),
+])
+def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
+    assert supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
+    # Order in time decides: stated before the other, it updates nothing.
+    assert not supersedes(Statement(newer, _day(1)), Statement(older, _day(2)))
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("The user likes tea.", "The user also likes coffee in the afternoon."),  # an addition
+    ("Bob's phone number is 555-0134.", "Carol's phone number is 555-0178."),  # another person
+    ("The user's sister lives in Dublin.", "The user's brother now lives in Cork."),  # another relative
+    ("The staging DB is on db-1.", "The production DB is now on db-7."),  # another environment
+    ("Installed the Grammarly extension in Chrome.", "Uninstalled the Grammarly extension in Chrome."),
+    ("Deployed version 2.4 of the API on Monday.", "Deployed version 2.5 of the API on Thursday."),  # two events
+    ("三月五号开了复盘会。", "三月十九号又开了复盘会。"),  # a recurring event
+    ("小王的生日是五月二号。", "小李的生日是五月二十号。"),  # another person
+    ("华东区的缓存节点是 cache-a1。", "华北区的缓存节点是 cache-b2。"),  # another region
+    ("用户喜欢吃苹果。", "用户喜欢吃芒果。"),  # one likes many things
+    ("安卓端用 Kotlin 写。", "The iOS app is written in Swift now."),  # another platform
+])
+def test_facts_that_both_hold_are_not_updates(older: str, newer: str) -> None:
+    assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
+
+
+def test_undated_or_same_day_memories_are_never_ordered() -> None:
+    older, newer = "The staging DB is on db-1.", "The staging DB is on db-2."
+    assert not supersedes(Statement(newer, None), Statement(older, _day(1)))
+    assert not supersedes(Statement(newer, _day(1)), Statement(older, _day(1)))
+
+
+def _day(n: int) -> Any:
+    import datetime as dt
+
+    return dt.date(2026, 1, n)
+
+
+# ----- every mode, as an MCP client sees it ---------------------------------------------------------
+@pytest.mark.anyio
+async def test_the_issue_example_in_every_mode_through_the_mcp_client(npm_notes: Settings) -> None:
+    srv, service = make_server(npm_notes)
+    try:
+        async with Client(srv) as client:
+            for tool, arguments in (("memory_search", {}), ("precision_memory_search", {}),
+                                    ("deep_memory_search", {})):
+                result = await client.call_tool(tool, {"query": QUESTION, **arguments})
+                assert not result.is_error
+                assert_later_wins(result.structured_content["results"], NPM, PNPM)
+            block = (await client.call_tool("memory_recall", {"prompt": f"{QUESTION}?"})).structured_content
+            assert "pnpm" in block["context"] and "prefers npm as" not in block["context"]
+    finally:
+        close_server(service)
+
+
+def test_a_later_memory_below_the_hits_shown_takes_the_earlier_ones_place(npm_notes: Settings) -> None:
+    """Asked for one hit, the search still answers with the later memory, not the stale one."""
+    with indexed_memory(npm_notes) as memory:
+        (hit,) = memory.search("package manager npm", max_results=1)
+    assert hit.id == memory_id(PNPM)
+
+
+def test_chinese_and_across_languages(settings: Settings) -> None:
+    older, newer = "- [preference] 用户习惯用 yarn 管理前端依赖。", "- [preference] 用户改用 pnpm 了，不再用 yarn。"
+    ci_old, ci_new = "- The team's CI runs on Jenkins.", "- 持续集成已经从 Jenkins 迁移到 GitHub Actions。"
+    write(settings.workspace, "memory/2026-03-01.md", f"# 2026-03-01\n\n{older}\n")
+    write(settings.workspace, "memory/2026-06-01.md", f"# 2026-06-01\n\n{newer}\n")
+    write(settings.workspace, "memory/2026-02-01.md", f"# 2026-02-01\n\n{ci_old}\n")
+    write(settings.workspace, "memory/2026-05-01.md", f"# 2026-05-01\n\n{ci_new}\n")
+    write(settings.workspace, "memory/2026-04-01.md", "# 2026-04-01\n\n- 用户每天早上跑步五公里。\n")
+    with indexed_memory(settings) as memory:
+        assert_later_wins([h.to_dict() for h in memory.search("用户用 yarn 管理依赖吗")], older, newer)
+        assert_later_wins([h.to_dict() for h in memory.precise_search("用户用 yarn 管理依赖吗").hits], older, newer)
+        assert_later_wins([h.to_dict() for h in memory.search("Jenkins CI for the team")], ci_old, ci_new)
+        shown = {h.id for h in memory.recall_hits("用 yarn 管理前端依赖")}
+        assert memory_id(newer) in shown and memory_id(older) not in shown
+
+
+def test_look_alikes_keep_their_places(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    pairs = [("- The user likes tea.", "- The user also likes coffee in the afternoon."),
+             ("- Bob's phone number is 555-0134.", "- Carol's phone number is 555-0178."),
+             ("- Turned on the dark-mode flag for beta users.", "- Turned off the dark-mode flag for beta users."),
+             ("- 小王的生日是五月二号。", "- 小李的生日是五月二十号。")]
+    for n, (older, newer) in enumerate(pairs, 1):
+        write(settings.workspace, f"memory/2026-0{n}-01.md", f"# 2026-0{n}-01\n\n{older}\n")
+        write(settings.workspace, f"memory/2026-0{n}-15.md", f"# 2026-0{n}-15\n\n{newer}\n")
+    queries = ["what does the user like to drink", "phone numbers of Bob and Carol", "dark-mode flag", "生日"]
+    with indexed_memory(settings) as memory:
+        found = {q: memory.search(q) for q in queries}
+        monkeypatch.setattr(updates, "SEARCH_WINDOW", 0)
+        without = {q: memory.search(q) for q in queries}
+    for query in queries:
+        assert [h.id for h in found[query]] == [h.id for h in without[query]]  # nothing moved
+        assert all(h.replaced_by == "" for h in found[query])
+
+
+# ----- the sleep cycle ------------------------------------------------------------------------------
+@pytest.mark.integration
+def test_sleep_dry_run_marks_the_npm_line_as_a_separate_program(npm_notes: Settings) -> None:
+    result = subprocess.run([sys.executable, "-m", "mcp_memory", "sleep", "--dry-run", "-w", str(npm_notes.workspace)],
+                            capture_output=True, text=True, timeout=300, env=server_env())
+    assert result.returncode == 0, result.stderr
+    assert f"would mark {OLD}#L3 superseded by {NEW}#L3" in result.stdout
+    assert (npm_notes.workspace / OLD).read_text(encoding="utf-8") == NOTES[OLD]  # a dry run changes nothing
+
+
+@pytest.mark.integration
+def test_the_issue_example_end_to_end_with_the_default_embedder(npm_notes: Settings) -> None:
+    with Memory(npm_notes) as memory:
+        memory.index()
+        assert_later_wins([h.to_dict() for h in memory.search(QUESTION)], NPM, PNPM)
+        assert_later_wins([h.to_dict() for h in memory.deep_search(QUESTION).hits], NPM, PNPM)
+        shown = {h.id for h in memory.recall_hits(QUESTION)}
+        assert memory_id(PNPM) in shown and memory_id(NPM) not in shown
+        report = memory.sleep.run()  # marked in place, nothing deleted
+    text = (npm_notes.workspace / OLD).read_text(encoding="utf-8")
+    assert text.startswith(f"# 2026-10-01\n\n{NPM} <!-- superseded by {memory_id(PNPM)} ({NEW}#L3) -->\n")
+    assert [(r.kind, r.item.citation) for r in report.retired] == [("superseded", f"{OLD}#L3")]
+    assert Path(npm_notes.workspace / NEW).read_text(encoding="utf-8") == NOTES[NEW]
