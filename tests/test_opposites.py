@@ -15,6 +15,8 @@ from mcp_memory.core.opposites import opposed
     ("pinned numpy to 1.26", "unpinned numpy"),
     ("升级了 Node 到 22", "downgraded Node to 20"),
     ("allowed port 22 from the office", "blocked port 22"),
+    ("turned the beta flag on for checkout", "turned the beta flag off for checkout"),  # a verb split by its object
+    ("switched the staging cache off", "enabled the staging cache"),
 ])
 def test_reversals_are_opposed(a: str, b: str) -> None:
     assert opposed(a, b) and opposed(b, a)

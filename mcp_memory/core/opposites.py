@@ -44,6 +44,18 @@ def _pairs() -> _Pairs:
 
 
 _WORD = re.compile(r"[a-z]+(?: (?:on|off))?")
+# A verb and its particle with a few words between them: "turned the flag off" is "turned off".
+_SPLIT_GAP = r"(?:\s+[\w.-]+){1,3}\s+"
+
+
+@functools.cache
+def _split_phrasal(form: str) -> re.Pattern[str] | None:
+    """The pattern of an English two-word verb ("turned off") split by its object; None for other forms."""
+    parts = form.split(" ")
+    if len(parts) != 2 or not form.isascii():
+        return None
+    verb, particle = parts
+    return re.compile(rf"\b{re.escape(verb)}{_SPLIT_GAP}{re.escape(particle)}\b")
 
 
 def _fold(text: str) -> str:
@@ -59,6 +71,8 @@ def _directions(text: str) -> dict[str, set[int]]:
         for direction, forms in ((1, up), (-1, down)):
             for form in forms:
                 hit = (form in folded) if not form.isascii() else (form in words or f" {form} " in f" {folded} ")
+                split = None if hit else _split_phrasal(form)
+                hit = hit or bool(split and split.search(folded))
                 if hit:
                     found.setdefault(concept, set()).add(direction)
     return found
