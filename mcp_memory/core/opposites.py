@@ -45,7 +45,7 @@ def _pairs() -> _Pairs:
 
 _WORD = re.compile(r"[a-z]+(?: (?:on|off))?")
 # A verb and its particle with a few words between them: "turned the flag off" is "turned off".
-_SPLIT_GAP = r"(?:\s+[\w.-]+){1,3}\s+"
+_SPLIT_GAP = r"(?:\s+[\w.-]+){1,4}\s+"
 
 
 @functools.cache
