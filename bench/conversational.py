@@ -189,13 +189,7 @@ def ours_queries(workspace: Path, data_path: Path) -> list[Query]:
     for r in records:
         if r["kind"] == "memory":
             wanted[folder / f"{r['id']}.md"] = f"- {r['text']}\n"
-    for existing in folder.rglob("*.md") if folder.exists() else []:
-        if existing not in wanted:
-            existing.unlink()
-    for path, text in wanted.items():
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    locomo_bench.write_wanted(folder, wanted)
     out = []
     for r in records:
         if r["kind"] != "query":

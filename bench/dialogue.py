@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.locomo import Scores, run_search, score_question
+from bench.locomo import Scores, run_search, score_question, write_wanted
 from bench.machine import emit, machine
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
@@ -85,14 +85,7 @@ def write_workspace(data: dict, workspace: Path) -> list[Question]:
                 lines.append(f"- **{turn['speaker']}:** {turn['text']}")
                 turn_line[(conv["id"], n, t)] = (rel, len(lines))
             wanted[workspace / rel] = "\n".join(lines) + "\n"
-    # Rewrite only what differs, so a re-run keeps the index (and its embeddings) warm.
-    for existing in memory_dir.rglob("*.md") if memory_dir.exists() else []:
-        if existing not in wanted:
-            existing.unlink()
-    for path, text in wanted.items():
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    write_wanted(memory_dir, wanted)
 
     questions: list[Question] = []
     for conv in data["conversations"]:

@@ -78,6 +78,18 @@ def session_date(raw: str) -> dt.date:
     return dt.datetime.strptime(f"{match[1]} {match[2]} {match[3]}", "%d %B %Y").date()
 
 
+def write_wanted(folder: Path, wanted: dict[Path, str]) -> None:
+    """Make ``folder``'s markdown files exactly ``wanted`` (path: text), rewriting only what differs,
+    so a re-run keeps the index (and its embeddings) warm."""
+    for existing in folder.rglob("*.md") if folder.exists() else []:
+        if existing not in wanted:
+            existing.unlink()
+    for path, text in wanted.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+
 def write_workspace(data: list[dict], workspace: Path) -> list[Question]:
     """One file per session: a dated header, then one line per turn. Returns the questions."""
     memory_dir = workspace / "memory" / "locomo"
@@ -102,14 +114,7 @@ def write_workspace(data: list[dict], workspace: Path) -> list[Question]:
             session_path[(ci, n)] = rel
             wanted[workspace / rel] = "\n".join(lines) + "\n"
             n += 1
-    # Rewrite only what differs, so a re-run keeps the index (and its embeddings) warm.
-    for existing in memory_dir.rglob("*.md") if memory_dir.exists() else []:
-        if existing not in wanted:
-            existing.unlink()
-    for path, text in wanted.items():
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    write_wanted(memory_dir, wanted)
 
     questions: list[Question] = []
     for ci, sample in enumerate(data):
