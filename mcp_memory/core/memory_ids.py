@@ -31,11 +31,12 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_MARKERS = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
+# A list item's marker (with its task box); with HTML comments, not part of a memory's words.
+LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _CATEGORY = re.compile(r"^\[[A-Za-z][\w-]{0,30}\]\s+")
 _LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
 _NOT_WORD = re.compile(r"[\W_]+")
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)  # the sleep cycle's marks, and any other
 RETIRED_MARK = "<!-- "  # every retirement mark starts so (a cheap first check before the pattern)
 # What the sleep cycle appends to a memory it retires; the memory stays on disk, and its id with it.
 _RETIRED = re.compile(r"<!--\s*(?:superseded by|duplicate of)\s+(m-[0-9a-f]{12})\b.*?-->", re.DOTALL)
@@ -61,8 +62,8 @@ def memory_id(text: str) -> str | None:
 def memory_key(text: str) -> str:
     """The words of a memory, folded: what its id is a digest of."""
     words = []
-    for raw in _COMMENT.sub(" ", text).split("\n"):
-        line = _MARKERS.sub("", raw).strip()
+    for raw in HTML_COMMENT.sub(" ", text).split("\n"):
+        line = LIST_MARKER.sub("", raw).strip()
         line = _LEARNED_DATE.sub("", _CATEGORY.sub("", line))
         words.append(line)
     folded = unicodedata.normalize("NFKC", " ".join(words)).casefold()

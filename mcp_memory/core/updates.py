@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mcp_memory.core.hits import SearchHit
-from mcp_memory.core.memory_ids import split_memories
+from mcp_memory.core.memory_ids import HTML_COMMENT, LIST_MARKER, split_memories
 from mcp_memory.core.opposites import opposed
 
 if TYPE_CHECKING:
@@ -56,10 +56,8 @@ MAX_TOKENS = 40  # a memory longer than this (words; Chinese: characters) is a p
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"\d+(?:[.:]\d+)*|@?[a-z]+(?:'s\b)?|[{_CJK}]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
-_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _CATEGORY = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 _STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 # A change said in words. English phrases match whole words; Chinese ones anywhere.
 _CHANGE_EN = re.compile(
@@ -199,7 +197,7 @@ def has_change_cue(text: str) -> bool:
 
 def stated_date(text: str, fallback: dt.date | None) -> dt.date | None:
     """The ``(YYYY-MM-DD)`` a memory ends with, else ``fallback`` (its file's day)."""
-    found = _STATED.search(_COMMENT.sub("", text).rstrip())
+    found = _STATED.search(HTML_COMMENT.sub("", text).rstrip())
     if found:
         try:
             return dt.date.fromisoformat(found.group(1))
@@ -231,8 +229,8 @@ class _Read:
 
 @functools.lru_cache(maxsize=8192)
 def _read(text: str) -> _Read:
-    body = _COMMENT.sub(" ", text)
-    body = " ".join(_MARKER.sub("", line).strip() for line in body.split("\n"))
+    body = HTML_COMMENT.sub(" ", text)
+    body = " ".join(LIST_MARKER.sub("", line).strip() for line in body.split("\n"))
     body = unicodedata.normalize("NFKC", body).strip()
     category = _CATEGORY.match(body)
     body = _STATED.sub("", _CATEGORY.sub("", body)).strip().casefold().replace("’", "'")
