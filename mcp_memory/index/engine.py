@@ -246,9 +246,10 @@ class Engine:
         return saved_snapshot.SavedTag(generation, json.dumps(self.indexer.fingerprint, sort_keys=True))
 
     def _saved_rows(self, generation: str) -> pa.Table | None:
-        if self.state.get("fingerprint") != self._saved_tag(generation).fingerprint:
+        tag = self._saved_tag(generation)
+        if self.state.get("fingerprint") != tag.fingerprint:
             return None  # the next sync rebuilds the index: nothing saved is of use
-        return saved_snapshot.load(saved_snapshot.saved_path(self.settings.index_dir), self._saved_tag(generation))
+        return saved_snapshot.load(saved_snapshot.saved_path(self.settings.index_dir), tag)
 
     def _save_rows(self, rows: pa.Table, generation: str) -> None:
         path = saved_snapshot.saved_path(self.settings.index_dir)
