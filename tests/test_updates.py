@@ -137,6 +137,61 @@ def test_a_later_memory_below_the_hits_shown_takes_the_earlier_ones_place(npm_no
     assert hit.id == memory_id(PNPM)
 
 
+SUBLIME = "- The user's favourite editor is Sublime Text."
+ZED = "- The user now mostly writes code in Zed, no longer Sublime Text."
+
+
+def _editor_notes(settings: Settings, update_path: str, update: str) -> None:
+    """The editor preference and its update, worded unlike the question, among 30 memories that
+    share the question's other words: the update is nowhere near the question's first hits."""
+    write(settings.workspace, "memory/2026-01-05.md", f"# 2026-01-05\n\n{SUBLIME}\n")
+    write(settings.workspace, update_path, update)
+    dishes = ("ramen", "dumplings", "curry", "paella", "falafel", "pho", "risotto", "tacos", "goulash", "laksa",
+              "bibimbap", "moussaka", "pierogi", "ceviche", "biryani", "lasagne", "burritos", "satay", "gnocchi",
+              "jollof", "khachapuri", "borscht", "tagine", "poutine", "okonomiyaki", "empanadas", "souvlaki",
+              "shakshuka", "kimchi", "arancini")
+    for day, dish in enumerate(dishes, start=1):
+        write(settings.workspace, f"memory/2026-07-{day:02d}.md",
+              f"# 2026-07-{day:02d}\n\n- The user would like the {dish} at the canteen.\n")
+
+
+def test_an_update_the_question_does_not_find_is_found_from_the_stale_memory(settings: Settings) -> None:
+    """"Which editor does the user like" finds the Sublime line; the Zed line shares none of its
+    words but "user" (as do 30 other memories): it is found from the Sublime line's side."""
+    _editor_notes(settings, "memory/2026-06-01.md", f"# 2026-06-01\n\n{ZED}\n")
+    with indexed_memory(settings) as memory:
+        for hits in (memory.search("which editor does the user like", max_results=5),
+                     memory.precise_search("which editor does the user like", max_results=5).hits,
+                     memory.deep_search("which editor does the user like", max_results=5).hits):
+            assert_later_wins([h.to_dict() for h in hits], SUBLIME, ZED)
+        shown = {h.id for h in memory.recall_hits("which editor does the user like?")}
+        assert memory_id(SUBLIME) not in shown
+
+
+def test_an_update_in_a_private_file_never_reaches_a_shared_search(settings: Settings) -> None:
+    """The update lives in MEMORY.md (private by default): a shared caller sees the stale memory
+    as it is, with no trace of the private one; the owner sees the update win."""
+    dated = f"{ZED} (2026-06-01)"
+    _editor_notes(settings, "MEMORY.md", f"# Memory\n\n{dated}\n")
+    with indexed_memory(settings) as memory:
+        shared = [h.to_dict() for h in memory.search("which editor does the user like", max_results=5,
+                                                     include_private=False)]
+        assert all(h["path"] != "MEMORY.md" and "Zed" not in h["snippet"] for h in shared), shared
+        assert all(h["replaced_by"] == "" for h in shared), shared
+        owner = [h.to_dict() for h in memory.search("which editor does the user like", max_results=5,
+                                                    include_private=True)]
+        assert_later_wins(owner, SUBLIME, dated)
+
+
+def test_a_filter_keeps_updates_outside_it_out(settings: Settings) -> None:
+    """Asked about the days before the update, the search answers as of then."""
+    _editor_notes(settings, "memory/2026-06-01.md", f"# 2026-06-01\n\n{ZED}\n")
+    with indexed_memory(settings) as memory:
+        hits = memory.search("which editor does the user like", max_results=5, before="2026-05-01")
+    assert _at([h.to_dict() for h in hits], ZED) is None
+    assert all(h.replaced_by == "" for h in hits)
+
+
 def test_chinese_and_across_languages(settings: Settings) -> None:
     older, newer = "- [preference] 用户习惯用 yarn 管理前端依赖。", "- [preference] 用户改用 pnpm 了，不再用 yarn。"
     ci_old, ci_new = "- The team's CI runs on Jenkins.", "- 持续集成已经从 Jenkins 迁移到 GitHub Actions。"

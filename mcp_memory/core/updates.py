@@ -51,6 +51,14 @@ if TYPE_CHECKING:
 # How many of a result's first hits are read for updates (0: off). A newer memory found among
 # them takes the place of an older one it updates even when it ranked below the hits shown.
 SEARCH_WINDOW = 20
+# A later memory worded unlike the query is often not among those hits at all ("which editor does
+# the user like" finds "favourite editor is Sublime Text", not "now mostly uses Zed"). So the first
+# NEAR_STATEMENTS dated statements shown also bring the memories closest to themselves (their own
+# words and vector): up to NEAR_PER_STATEMENT each, with a cosine of at least NEAR_COSINE, the
+# sleep cycle's lowest gate for an update (lifecycle/consolidation.py). The text rules decide.
+NEAR_STATEMENTS = 3
+NEAR_PER_STATEMENT = 4
+NEAR_COSINE = 0.5
 
 MAX_TOKENS = 40  # a memory longer than this (words; Chinese: characters) is a passage, not one fact
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -500,7 +508,8 @@ def statement_of(hit: SearchHit, naming: MemoryLookup | None) -> Statement | Non
 
 
 def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement | None], keep: int,
-           more: Callable[[], Sequence[SearchHit]] | None = None) -> list[SearchHit]:
+           more: Callable[[], Sequence[SearchHit]] | None = None,
+           near: Callable[[list[tuple[int, Statement]]], Sequence[SearchHit]] | None = None) -> list[SearchHit]:
     """The first ``keep`` of ``hits`` (ranked; any after them, and ``more()``, are a reserve), each
     memory that a later one among the first ``SEARCH_WINDOW`` updates moved just below it, with
     ``replaced_by``.
@@ -510,7 +519,9 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
     leaves is the last one no update concerns. Hits past the window (a long result) keep their
     places. ``statement`` gives a hit's memory and date, or None (undated, or retired by the sleep
     cycle: it neither wins nor is marked again). ``more`` is called only when a hit shown is a
-    dated statement of fact, which a later one could update.
+    dated statement of fact, which a later one could update; so is ``near``, with the first
+    ``NEAR_STATEMENTS`` such hits (their places and statements): it gives the memories closest to
+    them, which may hold an update the query's words missed.
     """
     shown = min(keep, len(hits), SEARCH_WINDOW)  # the hits whose memories may give way
     read = [statement(h) if h.id else None for h in hits[:shown]]
@@ -519,6 +530,14 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
     pool = [*hits, *(more() if more is not None and len(hits) < SEARCH_WINDOW else ())]
     window, rest = pool[: max(shown, SEARCH_WINDOW)], list(hits[max(shown, SEARCH_WINDOW) : keep])
     read += [statement(h) if h.id else None for h in window[shown:]]
+    if near is not None:
+        facts = [(i, r) for i, r in enumerate(read[:shown]) if r is not None and r.date and _read(r.text).statement]
+        listed_ids = {h.id for h in window}
+        for hit in near(facts[:NEAR_STATEMENTS]):
+            if hit.id and hit.id not in listed_ids:
+                listed_ids.add(hit.id)
+                window.append(hit)
+                read.append(statement(hit))
     winner: dict[int, int] = {}  # the earlier's position -> the later's
     for i, earlier in enumerate(read[:shown]):
         if earlier is None or earlier.date is None:

@@ -33,6 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,6 +50,7 @@ from mcp_memory.core.session_source import is_transcript
 from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
 from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.later_memories import later_neighbours
 from mcp_memory.index.snapshot import SearchSnapshot
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ class Ranking:
     vector_scores: dict[int, float]  # cosine of each vector candidate to the query
     _query_terms: frozenset[str] | None = None
     reserve: list[tuple[int, float]] = field(default_factory=list)  # the rows that would come next (``rank(reserve=)``)
+    allowed: np.ndarray | None = None  # per row: whether the request may see it (None: every row)
 
     def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         if self._query_terms is None:
@@ -107,13 +110,18 @@ class HybridSearcher:
         """Ranked hits for ``request``; ``hidden``: files left out (a shared caller's private ones)."""
         ranking = self.rank(request, use_vectors, hidden, reserve=updates.SEARCH_WINDOW)
         hits = [self.hit(ranking, row, score) for row, score in ranking.ranked]
-        return self.settle(hits, len(hits), lambda: [self.hit(ranking, row, score) for row, score in ranking.reserve])
+        return self.settle(hits, len(hits), lambda: [self.hit(ranking, row, score) for row, score in ranking.reserve],
+                           ranking, [row for row, _ in ranking.ranked])
 
-    def settle(self, hits: list[SearchHit], keep: int,
-               more: Callable[[], list[SearchHit]] | None = None) -> list[SearchHit]:
+    def settle(self, hits: list[SearchHit], keep: int, more: Callable[[], list[SearchHit]] | None = None,
+               ranking: Ranking | None = None, rows: list[int] | None = None) -> list[SearchHit]:
         """The first ``keep`` hits, a memory that a later one among them (or among ``more``, the hits
-        that would follow) updates moved just below it, with ``replaced_by`` (``core/updates.py``)."""
-        return updates.settle(hits, self.statement, keep, more)
+        that would follow, or the memories closest to it: ``ranking`` and the ``rows`` of the hits,
+        ``later_memories.py``) updates moved just below it, with ``replaced_by`` (``core/updates.py``)."""
+        near = None
+        if ranking is not None and rows is not None:
+            near = partial(later_neighbours, self, ranking, rows)
+        return updates.settle(hits, self.statement, keep, more, near)
 
     def statement(self, hit: SearchHit) -> updates.Statement | None:
         """The memory a hit is named by, with its date; None when undated or already retired."""
@@ -173,8 +181,9 @@ class HybridSearcher:
             chosen = {row for row, _ in picked}
             # What would follow, by relevance: only read for memories that update one of the hits.
             return Ranking(snap, query, picked, vector_scores,
-                           reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen])
-        return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)])
+                           reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen],
+                           allowed=allowed)
+        return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)], allowed=allowed)
 
     def diversify(self, snap: SearchSnapshot, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
         """``ranked`` reordered by MMR as ``rank`` does (unchanged when MMR is off), at most ``k`` rows."""

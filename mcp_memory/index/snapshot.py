@@ -97,6 +97,18 @@ class SearchSnapshot:
             at += len(block)
         return self.vector_rows, sims
 
+    def vector(self, row: int) -> np.ndarray | None:
+        """The vector of ``row`` as stored (None when it has none): a query that finds its neighbours."""
+        if not self.has_vector[row]:
+            return None
+        at = int(np.searchsorted(self.vector_rows, row))
+        for block in self.blocks:
+            if at < len(block):
+                found: np.ndarray = block[at]
+                return found
+            at -= len(block)
+        return None
+
     @classmethod
     def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
         # cast: id and path are non-nullable string columns (chunk_schema), so no None

@@ -76,7 +76,8 @@ class DeepSearch:
                 best, via = found.get(row, (0.0, []))
                 found[row] = (max(best, score * SECOND_HOP_DISCOUNT), [*via, concept])
         # A few hits past the k shown, so that a later memory updating one of them can take its place.
-        hits = self.engine.searcher.settle(self._merge(first, leading, found, max(k, updates.SEARCH_WINDOW)), k)
+        merged, rows = self._merge(first, leading, found, max(k, updates.SEARCH_WINDOW))
+        hits = self.engine.searcher.settle(merged, k, ranking=first, rows=rows)
         return SearchAnswer(hits, mode="deep", concepts=concepts, warnings=reranked.warnings,
                             reranker=reranked.reranker)
 
@@ -125,8 +126,9 @@ class DeepSearch:
         return next(iter(terms))
 
     def _merge(self, first: Ranking, kept: list[int], found: dict[int, tuple[float, list[str]]],
-               k: int) -> list[SearchHit]:
-        """The leading hits, then the best of both hops by score, preferring files not listed yet."""
+               k: int) -> tuple[list[SearchHit], list[int]]:
+        """The leading hits, then the best of both hops by score, preferring files not listed yet;
+        and the row of each."""
         searcher, paths = self.engine.searcher, first.snapshot.paths
         pool: dict[int, tuple[float, int, list[str]]] = {row: (score, 1, []) for row, score in first.ranked}
         for row, (score, via) in found.items():
@@ -148,4 +150,4 @@ class DeepSearch:
         for row in order[:k]:
             score, hop, via = pool[row]
             hits.append(replace(searcher.hit(first, row, score), hop=hop, concepts=tuple(via)))
-        return hits
+        return hits, order[:k]

@@ -117,7 +117,8 @@ class PrecisionSearch:
         # The hits past the k shown are read only when one shown could have been updated by one of them.
         hits = searcher.settle([searcher.hit(ranking, row, score) for row, score in rows[:k]], k,
                                lambda: [searcher.hit(ranking, row, score)
-                                        for row, score in rows[k : max(k, updates.SEARCH_WINDOW)]])
+                                        for row, score in rows[k : max(k, updates.SEARCH_WINDOW)]],
+                               ranking, [row for row, _ in rows[:k]])
         return SearchAnswer(hits, mode="precise", warnings=reranked.warnings, reranker=reranked.reranker)
 
     def rerank(self, request: SearchRequest, reranker: Reranker | None = None) -> Reranked:

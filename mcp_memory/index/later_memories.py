@@ -1,0 +1,109 @@
+"""The later memories closest to a statement a search shows: where its update may be.
+
+A query finds the memory whose words it shares. When the fact has changed since, the update is
+often worded unlike the query ("which editor does the user like" finds "favourite editor is
+Sublime Text", not "now mostly writes in Zed"), so it is not among the hits that changed facts
+(``core/updates.py``) read. This module looks for it from the statement's side: the chunks whose
+vectors are closest to the statement's chunk, and those its own words find in the keyword
+index. Only rows the request may see (its filters, privacy and scopes) and dated later than the
+statement are kept; the text rules of ``core/updates.py`` then decide whether any is an update.
+
+The hits are named by the statement (the memory in each chunk closest to it), while their
+coverage and vector similarity stay those of the query, as for any other hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mcp_memory.core import updates
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.memory_ids import split_memories
+
+if TYPE_CHECKING:
+    from mcp_memory.index.hybrid import HybridSearcher, Ranking
+    from mcp_memory.index.snapshot import SearchSnapshot
+
+
+def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[int],
+                     facts: list[tuple[int, updates.Statement]]) -> list[SearchHit]:
+    """Hits for the memories closest to each of ``facts`` (a shown hit's place in ``rows`` and its
+    statement) that are dated after it: at most ``NEAR_PER_STATEMENT`` by vector and as many by
+    keywords per statement, best first, each row once."""
+    snap = ranking.snapshot
+    found: dict[int, str] = {}  # row -> the memory in it that updates a fact
+    for place, fact in facts:
+        if place >= len(rows):
+            continue
+        row = rows[place]
+        close = [*_vector_neighbours(searcher, ranking, row), *_keyword_neighbours(searcher, ranking, fact.text)]
+        for other in close:
+            if other != row and other not in found and _later(snap, other, fact):
+                update = _update_in(snap, other, fact)
+                if update is not None:
+                    found[other] = update
+    hits = []
+    terms = ranking.query_terms(searcher.analyzer)
+    for row, update in found.items():
+        # Named by the updating memory's own words, so the hit cites it rather than its neighbours.
+        named = searcher.hit(replace(ranking, query=update, _query_terms=frozenset()), row, 0.0)
+        coverage = len(terms & searcher.row_terms(snap, row)) / len(terms) if terms else 0.0
+        similarity = ranking.vector_scores.get(row)
+        hits.append(replace(named, keyword_coverage=round(coverage, 4),
+                            vector_similarity=None if similarity is None else round(similarity, 4)))
+    return hits
+
+
+def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement) -> str | None:
+    """The first memory of ``row``'s chunk that updates ``fact``, by the text rules; None when none
+    does (most neighbours: only these become hits, for building a hit is the costly part)."""
+    lines = snap.texts[row].as_py().split("\n")
+    for unit in split_memories(lines):
+        text = "\n".join(lines[unit.start : unit.end + 1])
+        if updates.supersedes(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact):
+            return text
+    return None
+
+
+def _later(snap: SearchSnapshot, row: int, fact: updates.Statement) -> bool:
+    """Whether ``row`` could hold a later memory: its file's day is after the statement's, or it
+    has no day (an evergreen file, whose memories may state their own)."""
+    day = snap.dates[row]
+    return day is None or fact.date is None or day > fact.date
+
+
+def _allowed(ranking: Ranking, row: int) -> bool:
+    return ranking.allowed is None or bool(ranking.allowed[row])
+
+
+def _vector_neighbours(searcher: HybridSearcher, ranking: Ranking, row: int) -> list[int]:
+    """The rows whose vectors are closest to ``row``'s, at a cosine of ``NEAR_COSINE`` or more."""
+    snap = ranking.snapshot
+    vector = snap.vector(row)
+    if vector is None:
+        return []
+    candidates, sims = snap.similarities(vector)
+    if ranking.allowed is not None and len(candidates):
+        keep = ranking.allowed[candidates]
+        candidates, sims = candidates[keep], sims[keep]
+    n = min(updates.NEAR_PER_STATEMENT + 1, len(sims))  # +1: the row itself is its own closest
+    if n == 0:
+        return []
+    top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+    top = top[np.argsort(-sims[top])]
+    return [int(candidates[i]) for i in top if sims[i] >= updates.NEAR_COSINE]
+
+
+def _keyword_neighbours(searcher: HybridSearcher, ranking: Ranking, text: str) -> list[int]:
+    """The rows the statement's own words find first in the keyword index."""
+    snap = ranking.snapshot
+    rows = []
+    for hit in searcher.keywords.search(text, updates.NEAR_PER_STATEMENT + 1).hits:
+        row = snap.row_of.get(hit.id)
+        if row is not None and _allowed(ranking, row):
+            rows.append(row)
+    return rows
