@@ -94,13 +94,18 @@ class CaptureSettings:
 class RecallSettings:
     min_prompt_chars: int = 5  # shorter prompts ("hi", "ok") recall nothing
     min_score: float = 0.0  # fused score floor, on top of the absolute relevance gate
-    max_items: int = 5
+    # Three at most: on conversational sets a fourth and fifth memory were nearly never the one
+    # the turn needed (bench/conversational_recall.py, docs/benchmarks.md "Auto-recall").
+    max_items: int = 3
     budget_chars: int = 2000  # the block's memories never exceed this many characters
     repeat_turns: int = 3  # a memory recalled in a session's last N turns is not recalled again
     # The absolute relevance gate: a hit is recalled when its keywords cover this share of the
     # prompt's, or its cosine similarity reaches the floor (0: the embedder's calibrated floor).
     min_keyword_coverage: float = 0.5
     similarity_floor: float = 0.0
+    # A memory recalled by its cosine alone must come within this of the best memory's cosine:
+    # the block is what the prompt is about, not also the next-closest topics (precision first).
+    similarity_margin: float = 0.05
     keyword_only_coverage: float = 0.3  # the coverage needed when there is no vector to judge by
     # On a session's first recall, up to this many standing preferences and decisions (bullets
     # marked [preference] or [decision]) closest to the prompt join the block even below the
@@ -488,6 +493,8 @@ def _check_capture_and_recall(s: Settings) -> None:
         raise ConfigError("recall.max_items must be at least 1 and recall.budget_chars at least 100")
     if s.recall.min_prompt_chars < 0 or s.recall.repeat_turns < 0 or s.recall.primer_items < 0:
         raise ConfigError("recall.min_prompt_chars, recall.repeat_turns and recall.primer_items must not be negative")
+    if not 0 <= s.recall.similarity_margin <= 2:
+        raise ConfigError("recall.similarity_margin must be between 0 and 2 (2: no margin)")
 
 
 def _check_rerank_sessions_sleep(s: Settings) -> None:

@@ -22,9 +22,11 @@ class Embedder(ABC):
     provider: str = ""
     model: str = ""
     batch_size: int = 32
-    # Cosine similarity above which a passage is taken as related to a query (used to leave
-    # unrelated memories out of recall). Each model has its own scale.
+    # Cosine similarity above which a passage is taken as related to a query (episodes, the
+    # standing rules a session's first recall adds). Each model has its own scale.
     relevance_floor: float = 0.5
+    # The stricter cosine auto-recall asks of a memory it injects unasked; None: relevance_floor.
+    recall_floor: float | None = None
 
     @property
     @abstractmethod

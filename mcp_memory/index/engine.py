@@ -212,6 +212,15 @@ class Engine:
             return None
         return self.settings.recall.similarity_floor or self.embedder.relevance_floor
 
+    def recall_floor(self) -> float | None:
+        """The cosine a memory needs to be injected by auto-recall on meaning alone (None without an
+        embedder): ``recall.similarity_floor`` when set, else the embedder's own."""
+        self.open()
+        if self.embedder is None:
+            return None
+        floor = self.embedder.recall_floor
+        return self.settings.recall.similarity_floor or (floor if floor is not None else self.embedder.relevance_floor)
+
     def refresh_snapshot(self) -> None:
         """Bring the search snapshot up to the index generation, if that changed (any process wrote).
 

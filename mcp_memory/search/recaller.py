@@ -20,7 +20,7 @@ from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
 from mcp_memory.core.memory_ids import retired_by
-from mcp_memory.core.recall import fit_to_budget, is_relevant, recall_key
+from mcp_memory.core.recall import close_to_best, fit_to_budget, is_relevant, recall_key
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.errors import PathError
@@ -80,6 +80,7 @@ class Recaller:
         hits = hits[: max_items * 2]
         # The matched memories of each hit, not its chunk; the product's own bookkeeping left out.
         hits = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
+        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session, prompt_id) if session else 0
@@ -122,7 +123,7 @@ class Recaller:
             return hits, None
         request = SearchRequest(prompt, max_results=pool, min_score=threshold, include_private=include_private,
                                 scopes=scopes)
-        return self.engine.search(request), self.engine.relevance_floor()
+        return self.engine.search(request), self.engine.recall_floor()
 
     def _standing_rules(self, prompt: str, candidates: list[SearchHit], gated: list[SearchHit],
                         limit: int, stale: set[str]) -> list[SearchHit]:

@@ -1,0 +1,67 @@
+"""The auto-recall gate stays quiet: the block carries what the prompt is about, not the next topics over.
+
+A memory recalled on meaning alone must reach the recall floor and come within
+``recall.similarity_margin`` of the best memory's cosine; one the prompt names by its words stays
+whatever its cosine. With the real default embedder, a prompt about one person's allergy brings
+that memory alone, and an unrelated prompt brings nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from mcp_memory.config import ConfigError, load_settings
+from mcp_memory.core.hits import SearchHit
+from mcp_memory.core.recall import close_to_best
+from mcp_memory.memory import Memory
+
+
+def _hit(line: int, similarity: float | None, coverage: float = 0.0) -> SearchHit:
+    return SearchHit(path="memory/2026-01-01.md", start_line=line, end_line=line, score=1.0, snippet=f"line {line}",
+                     source="memory", date=None, keyword_coverage=coverage, vector_similarity=similarity)
+
+
+def test_hits_far_below_the_best_cosine_are_left_out_unless_named_by_the_prompt() -> None:
+    hits = [_hit(1, 0.41), _hit(2, 0.38), _hit(3, 0.30), _hit(4, 0.29, coverage=0.6), _hit(5, None, coverage=0.2)]
+    kept = [h.start_line for h in close_to_best(hits, 0.05, 0.5)]
+    assert kept == [1, 2, 4, 5]
+    assert close_to_best(hits, 2.0, 0.5) == hits  # no margin: everything the gate let through
+    keyword_only = [_hit(1, None, 0.4), _hit(2, None, 0.3)]
+    assert close_to_best(keyword_only, 0.05, 0.5) == keyword_only
+
+
+def test_a_negative_margin_is_a_clear_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"recall\.similarity_margin"):
+        load_settings(tmp_path, environ={}, overrides={"recall.similarity_margin": -0.1})
+
+
+MEMORIES = {
+    "memory/people/maya-allergy.md": "- Maya is allergic to penicillin: she came out in a rash after amoxicillin.\n",
+    "memory/people/maya-migraine.md": "- Maya takes ibuprofen for her migraines, but it upsets her stomach unless "
+                                      "she eats first.\n",
+    "memory/people/tom-run.md": "- Tom is training for the Berlin marathon and runs every morning.\n",
+    "memory/people/tom-knee.md": "- Tom's physiotherapist told him to ice his knee after long runs.\n",
+    "memory/home/boiler.md": "- The boiler service is due in March; the engineer is called Dave.\n",
+    "memory/food/curry.md": "- The family curry recipe uses three cardamom pods and a cinnamon stick.\n",
+}
+# Each prompt is about one memory; the other memory of the same person sits 0.07-0.2 below it in
+# cosine (0.30-0.32), above the old floor of 0.20: the old gate showed both.
+ABOUT = {
+    "Maya has one of her bad headaches again, what should she take?": "memory/people/maya-migraine.md",
+    "The doctor wants to prescribe Maya an antibiotic for her ear infection.": "memory/people/maya-allergy.md",
+    "Tom's knee hurts after his long run this morning, any advice?": "memory/people/tom-knee.md",
+}
+
+
+def test_with_the_default_embedder_the_block_holds_what_the_prompt_is_about(tmp_path: Path) -> None:
+    for path, text in MEMORIES.items():
+        write(tmp_path, path, text)
+    with Memory(load_settings(tmp_path, environ={})) as memory:
+        memory.index()
+        for prompt, path in ABOUT.items():
+            shown = memory.recall_hits(prompt)
+            assert [h.path for h in shown] == [path], (prompt, [h.snippet for h in shown])
+        assert memory.recall_hits("Write a short haiku about falling snow at night.") == []
