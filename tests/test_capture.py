@@ -1150,10 +1150,10 @@ def test_recall_max_items_and_budget(workspace: Path, settings: Settings) -> Non
     memory = Memory(settings, embedder=HashEmbedder())
     memory.index()
     prompt = "zebra project note deployments host"
-    assert len(memories_in(memory.recall(prompt))) == 5  # recall.max_items
+    assert len(memories_in(memory.recall(prompt))) == 3  # recall.max_items
     assert len(memories_in(memory.recall(prompt, max_items=2))) == 2
-    memory.settings.recall.max_items = 3
-    assert len(memories_in(memory.recall(prompt))) == 3
+    memory.settings.recall.max_items = 5
+    assert len(memories_in(memory.recall(prompt))) == 5
     for budget in (150, 400, 1000):
         block = memory.recall(prompt, budget_chars=budget)
         bodies = re.findall(r"<memory [^>]*>(.*?)</memory>", block)

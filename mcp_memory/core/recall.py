@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from collections.abc import Collection
 
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import without_marks
@@ -34,16 +35,18 @@ def is_relevant(hit: SearchHit, similarity_floor: float | None, min_coverage: fl
     return similarity_floor is not None and similarity is not None and similarity >= similarity_floor
 
 
-def close_to_best(hits: list[SearchHit], margin: float, min_coverage: float) -> list[SearchHit]:
+def close_to_best(hits: list[SearchHit], margin: float, min_coverage: float,
+                  keep: Collection[str] = ()) -> list[SearchHit]:
     """``hits`` without those relevant by their cosine alone that fall more than ``margin`` below
     the best cosine among them: a prompt is about one thing, and the memories a little less
     close to it are the next topics over, which the block should not carry (precision first).
-    A hit whose keywords cover ``min_coverage`` of the prompt's stays: the prompt names it."""
+    A hit whose keywords cover ``min_coverage`` of the prompt's stays: the prompt names it; so does
+    one whose id is in ``keep`` (a later memory shown in place of a relevant earlier one)."""
     best = max((h.vector_similarity for h in hits if h.vector_similarity is not None), default=None)
     if best is None:
         return hits
     return [h for h in hits if h.keyword_coverage >= min_coverage or h.vector_similarity is None
-            or h.vector_similarity >= best - margin]
+            or h.vector_similarity >= best - margin or h.id in keep]
 
 
 def recall_key(hit: SearchHit) -> str:

@@ -78,9 +78,11 @@ class Recaller:
             if hit is not None and hit not in hits:
                 hits.append(hit)
         hits = hits[: max_items * 2]
+        # A later memory shown in place of a relevant earlier one holds the place that one earned.
+        updates_shown = {found.replaced_by for found in relevant if found.replaced_by}
         # The matched memories of each hit, not its chunk; the product's own bookkeeping left out.
-        hits = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
-        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage)
+        hits = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale, updates_shown)
+        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session, prompt_id) if session else 0
@@ -95,9 +97,10 @@ class Recaller:
         return hits
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
-                 stale: set[str]) -> list[SearchHit]:
+                 stale: set[str], updates_shown: set[str]) -> list[SearchHit]:
         """The memories shown, each that a later one among them or the other candidates updates
-        (``core/updates.py``) replaced by that one: a chunk's memories are compared one by one here."""
+        (``core/updates.py``) replaced by that one: a chunk's memories are compared one by one here.
+        The ids of the stale memories go into ``stale``, those of the later ones into ``updates_shown``."""
         naming = self.engine.naming
         shown = [h for h in shown if h.id not in stale]
         ids = {h.id for h in shown}
@@ -107,6 +110,7 @@ class Recaller:
         for hit in settled:
             if hit.replaced_by:
                 stale.add(hit.id)
+                updates_shown.add(hit.replaced_by)
             elif hit.id in ids:
                 out.append(hit)
             else:  # a later memory come in from the candidates: shown as its memory, not its chunk
