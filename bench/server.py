@@ -23,14 +23,20 @@ so on a noisy shared machine the numbers can be read as ratios. The floor is a m
    One client per server stays open; after ``memory_status`` succeeds (the engine is open),
    20 warm-up searches, then ``--queries`` (default 300) distinct LoCoMo questions, each
    interleaved with one ``ping`` call on the floor server: p50, p95, mean (targets: p50 <= 15 ms,
-   p95 <= 30 ms). The same queries also run in this process (``Memory(load_settings(W))``, same
-   warm-up, ``memory.search(q)``), in ``--blocks`` blocks alternating with the stdio ones, so the
-   protocol overhead reads as the difference. Then, servers closed, the engine's own share: the
-   same searches with their query vectors cached, and ``embed_query`` alone.
+   p95 <= 30 ms, p50 <= 3x the floor's p50). The same queries also run in this process
+   (``Memory(load_settings(W))``, same warm-up, ``memory.search(q)``), in ``--blocks`` blocks
+   alternating with the stdio ones, so the protocol overhead reads as the difference. Then,
+   servers closed, the engine's own share: the same searches with their query vectors cached,
+   and ``embed_query`` alone.
+2b. ``--stores`` (default 30; 0 skips): ``memory_store`` over stdio, one call after the other, each
+   followed by a floor ``ping``, on a temporary copy of the workspace and its index (the benchmark's
+   workspace keeps its files), after 3 untimed stores; distinct sentences of six words drawn from
+   the LoCoMo questions: p50, p95, mean (target: p50 <= 100 ms).
 3. ``--layers`` (off by default): both servers again, started through a launcher that wraps SDK
    and engine functions with timers in the child process (request handler, ``Tool.run``, thread
-   hops, result conversion, tool body, ``Memory.search``, ``embed_query``, keyword search), over
-   the same queries: where a round trip's time goes, measured inside the server process.
+   hops, result conversion, tool body, ``Memory.search`` and within it ``HybridSearcher.rank``,
+   ``embed_query``, keyword search and ``HybridSearcher.settle``), over the same queries: where a
+   round trip's time goes, measured inside the server process (in a temporary folder).
 
 The LoCoMo data (``../shared/data/locomo/locomo10.json``) is read in place, never copied into
 the repository; the workspace is written by ``bench/locomo.py``'s ``write_workspace``.
@@ -42,7 +48,8 @@ A summary goes to stderr, the full JSON to stdout.
 
     python bench/server.py                          # 7 cold starts each, 300 queries
     python bench/server.py --runs 3 --queries 100 --json server.json
-    python bench/server.py --runs 0 --layers       # warm round trips only, with per-layer timers
+    python bench/server.py --runs 0 --layers       # warm round trips and stores, with per-layer timers
+    python bench/server.py --runs 0 --queries 0    # stores only
     python bench/server.py --workspace /tmp/mcp-memory-locomo-default   # reuse an indexed copy
 """
 
@@ -81,6 +88,9 @@ WARMUP_QUERIES = 20
 COLD_TARGET_RATIO = 1.5
 SEARCH_TARGET_P50_MS = 15.0
 SEARCH_TARGET_P95_MS = 30.0
+SEARCH_TARGET_FLOOR_RATIO = 3.0  # memory_search p50 over the floor ping p50 of the same run
+STORE_TARGET_P50_MS = 100.0
+STORE_WARMUP = 3
 READY_TIMEOUT_S = 300.0
 ADDITIONAL_TARGET_RATIO = 1.1
 FRONT_TARGET_RSS_MB = 60.0
@@ -167,10 +177,13 @@ if mode == "floor":
     runpy.run_path(target, run_name="__main__")
 else:
     from mcp_memory.embedding import local
+    from mcp_memory.index.hybrid import HybridSearcher
     from mcp_memory.index.keywords import KeywordIndex
     from mcp_memory.memory import Memory
 
     timed(Memory, "search", "search")
+    timed(HybridSearcher, "rank", "rank")
+    timed(HybridSearcher, "settle", "settle")
     for name in ("USEEmbedder", "E5Embedder"):  # the offline providers
         if hasattr(local, name):
             timed(getattr(local, name), "embed_query", "embed")
@@ -188,8 +201,10 @@ LAYERS = [  # (key the launcher logs, nesting depth, label)
     ("convert", 2, "convert_result: return value -> content + structured content"),
     ("body", 2, "tool function body (memory_search or ping)"),
     ("search", 3, "engine: Memory.search"),
-    ("embed", 4, "engine: embed_query"),
-    ("keywords", 4, "engine: KeywordIndex.search"),
+    ("rank", 4, "engine: HybridSearcher.rank (candidates, fusion, decay, utility, MMR)"),
+    ("embed", 5, "engine: embed_query"),
+    ("keywords", 5, "engine: KeywordIndex.search"),
+    ("settle", 4, "engine: HybridSearcher.settle (changed facts, core/updates.py)"),
 ]
 
 
@@ -515,6 +530,8 @@ async def measure_warm(mem: StdioServerParameters, floor: StdioServerParameters,
         "inprocess_search": inproc,
         "mean_hits": round(statistics.fmean(hits), 2), "mean_response_chars": round(statistics.fmean(sizes)),
         "p50_over_floor": round(search["p50_ms"] / floor_stats["p50_ms"], 2),
+        "target_floor_ratio": SEARCH_TARGET_FLOOR_RATIO,
+        "meets_floor_ratio": search["p50_ms"] <= SEARCH_TARGET_FLOOR_RATIO * floor_stats["p50_ms"],
         "overhead": {  # stdio round trip minus the same search in process
             "p50_ms": round(search["p50_ms"] - inproc["p50_ms"], 2),
             "mean_ms": round(search["mean_ms"] - inproc["mean_ms"], 2),
@@ -523,6 +540,54 @@ async def measure_warm(mem: StdioServerParameters, floor: StdioServerParameters,
         "target_p50_ms": SEARCH_TARGET_P50_MS, "target_p95_ms": SEARCH_TARGET_P95_MS,
         "meets_p50": search["p50_ms"] <= SEARCH_TARGET_P50_MS, "meets_p95": search["p95_ms"] <= SEARCH_TARGET_P95_MS,
     }
+
+
+# ----- 2b. sequential stores ---------------------------------------------------------------------
+def store_texts(data: list[dict], count: int) -> list[str]:
+    """``count`` distinct statements, none a near-duplicate of another: six words drawn at random
+    (seeded) from the LoCoMo questions' vocabulary, in one template."""
+    words = sorted({w for q in load_questions(data) for w in re.findall(r"[a-z]{5,}", q.lower())})
+    rng = random.Random(42)
+    texts = []
+    for _ in range(count):
+        w = rng.sample(words, 6)
+        texts.append(f"The {w[0]} team decided that {w[1]} {w[2]} should replace {w[3]} for the {w[4]} {w[5]} work")
+    return texts
+
+
+async def measure_store(workspace: Path, floor: StdioServerParameters, texts: list[str]) -> dict[str, Any]:
+    """``memory_store`` round trips one after the other over stdio, each followed by a floor ``ping``,
+    on a copy of the workspace (its index included, so nothing is re-embedded) that is deleted
+    afterwards: the benchmark's workspace keeps its files. The first ``STORE_WARMUP`` are not
+    timed (the first store loads the batch model and opens the write path)."""
+    root = Path(tempfile.mkdtemp(prefix="mcp-memory-server-bench-store-"))
+    copy = root / "workspace"
+    try:
+        shutil.copytree(workspace, copy, ignore=shutil.ignore_patterns("bridges", "episodes"))
+        store_s: list[float] = []
+        floor_s: list[float] = []
+        stored = 0
+        started = time.perf_counter()
+        async with Client(memory_params(copy), cache=None) as mc, Client(floor, cache=None) as fc:
+            ready_s, _, _ = await wait_ready(mc, started)
+            for i, text in enumerate(texts):
+                t0 = time.perf_counter()
+                result = await mc.call_tool("memory_store", {"text": text})
+                elapsed = time.perf_counter() - t0
+                if result.is_error:
+                    raise SystemExit(f"memory_store failed for {text!r}: {result.content}")
+                t0 = time.perf_counter()
+                assert not (await fc.call_tool("ping", {})).is_error
+                if i >= STORE_WARMUP:
+                    store_s.append(elapsed)
+                    floor_s.append(time.perf_counter() - t0)
+                    stored += bool((result.structured_content or {}).get("stored"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    store, floor_stats = ms_stats(store_s), ms_stats(floor_s)
+    return {"ready_s": round(ready_s, 2), "warmup": STORE_WARMUP, "stores": store, "stored": stored,
+            "floor_ping": floor_stats, "target_p50_ms": STORE_TARGET_P50_MS,
+            "meets_p50": store["p50_ms"] <= STORE_TARGET_P50_MS}
 
 
 # ----- 3. in process: where a search's time goes ----------------------------------------------
@@ -584,6 +649,9 @@ async def measure_layers(tmp: Path, workspace: Path, floor_file: Path, warmups: 
         handled = ms_stats(layers.get("handler", [0.0]))
         out[name] = {"round_trip": trip, "layers": {k: ms_stats(v) for k, v in sorted(layers.items())},
                      "outside_handler_p50_ms": round(trip["p50_ms"] - handled["p50_ms"], 2)}
+        if all(k in layers for k in ("search", "rank", "settle")):
+            means = {k: statistics.fmean(layers[k]) * 1000 for k in ("search", "rank", "settle")}
+            out[name]["hits_mean_ms"] = round(means["search"] - means["rank"] - means["settle"], 2)
     return out
 
 
@@ -659,7 +727,8 @@ def summary(results: dict[str, Any]) -> str:
                    f"  targets p50 <= {r['target_p50_ms']:g}: {verdict(r['meets_p50'])}, "
                    f"p95 <= {r['target_p95_ms']:g}: {verdict(r['meets_p95'])}")
         out.append(f"    floor ping (stdio)     {row(f)}"
-                   f"  (search p50 = {r['p50_over_floor']}x floor)")
+                   f"  (search p50 = {r['p50_over_floor']}x floor; target <= {r['target_floor_ratio']:g}x: "
+                   f"{verdict(r['meets_floor_ratio'])})")
         out.append(f"    {r['mean_hits']} hits and {r['mean_response_chars']} characters of text per search result")
         p = r["inprocess_search"]
         how = (f"in {r['blocks']} blocks alternating with the stdio ones" if r["blocks"]
@@ -672,6 +741,14 @@ def summary(results: dict[str, Any]) -> str:
         if d["p50_ms"] < 0:
             out.append("    (negative: the machine's load moved the two figures more than the overhead itself; "
                        "--layers measures it inside the server)")
+    if "store" in results:
+        r = results["store"]
+        out.append(f"[store] {r['stores']['n']} memory_store calls one after the other over stdio after {r['warmup']} "
+                   f"untimed, on a copy of the workspace, each followed by a floor ping (load "
+                   f"{r['loadavg_before']} -> {r['loadavg_after']})")
+        out.append(f"    memory_store (stdio)   {row(r['stores'])}  target p50 <= {r['target_p50_ms']:g}: "
+                   f"{verdict(r['meets_p50'])}; {r['stored']} stored, the rest near-duplicates")
+        out.append(f"    floor ping (stdio)     {row(r['floor_ping'])}")
     if "breakdown" in results:
         k = results["breakdown"]
         c = k["search_query_vector_cached"]
@@ -697,6 +774,9 @@ def summary(results: dict[str, Any]) -> str:
                 if key in r["layers"]:
                     st = r["layers"][key]
                     out.append(f"        {st['p50_ms']:7.2f} / {st['mean_ms']:7.2f}  {'  ' * indent}{label}")
+            if "hits_mean_ms" in r:
+                out.append(f"           - / {r['hits_mean_ms']:7.2f}          engine: the rest of Memory.search "
+                           f"(hits: cited lines, snippets, memory ids), mean of search - rank - settle")
     out.append(f"total {results['total_s']}s")
     return "\n".join(out)
 
@@ -717,6 +797,12 @@ async def run_protocol(args: argparse.Namespace, results: dict[str, Any], floor_
         query = warmups[0] if warmups else "What did Caroline research?"
         results["additional"] = await measure_additional(args.workspace, floor, args.runs, query)
         results["additional"]["loadavg_before"], results["additional"]["loadavg_after"] = before, loadavg()
+    if args.stores > 0:
+        log(f"stores: {STORE_WARMUP} untimed, then {args.stores} one after the other, on a copy of the workspace")
+        before = loadavg()
+        results["store"] = await measure_store(args.workspace, floor, store_texts(args.data_rows,
+                                                                                   STORE_WARMUP + args.stores))
+        results["store"]["loadavg_before"], results["store"]["loadavg_after"] = before, loadavg()
     if queries:
         log("in process: opening Memory and warming it up")
         memory, open_s = open_inprocess(args.workspace, warmups)
@@ -730,8 +816,9 @@ async def run_protocol(args: argparse.Namespace, results: dict[str, Any], floor_
             if args.layers:
                 log("layers: instrumented servers, the same queries again")
                 before = loadavg()
-                results["layers"] = await measure_layers(floor_file.parent, args.workspace, floor_file,
-                                                         warmups, queries)
+                with tempfile.TemporaryDirectory(prefix="mcp-memory-server-bench-layers-") as tmp:
+                    results["layers"] = await measure_layers(Path(tmp), args.workspace, floor_file,
+                                                             warmups, queries)
                 results["layers"]["loadavg_before"], results["layers"]["loadavg_after"] = before, loadavg()
             log("in process, servers closed: searches with the query vector cached, embed_query alone")
             before = loadavg()
@@ -747,6 +834,9 @@ def main() -> None:
                         help=f"LoCoMo workspace, written and indexed if needed (default {DEFAULT_WORKSPACE})")
     parser.add_argument("--runs", type=int, default=7, help="cold starts of each server (default 7; 0 skips)")
     parser.add_argument("--queries", type=int, default=300, help="measured searches (default 300; 0 skips)")
+    parser.add_argument("--stores", type=int, default=30,
+                        help="timed memory_store calls, one after the other, on a copy of the workspace "
+                             "(default 30; 0 skips)")
     parser.add_argument("--blocks", type=int, default=3,
                         help="stdio and in-process searches alternate in this many blocks (default 3); "
                              "0: query by query")
@@ -763,6 +853,7 @@ def main() -> None:
     results: dict[str, Any] = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                                "machine": machine(mcp=version("mcp")), "loadavg_start": loadavg()}
     data = json.loads(args.data.read_text(encoding="utf-8"))
+    args.data_rows = data
     questions = load_questions(data)
     picked = random.Random(42).sample(questions, WARMUP_QUERIES + args.queries) if args.queries else []
     warmups, queries = picked[:WARMUP_QUERIES], picked[WARMUP_QUERIES:]

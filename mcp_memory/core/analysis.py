@@ -65,7 +65,8 @@ def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """|a ∩ b| / |a ∪ b|, and 0.0 when either set is empty."""
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)  # the union's size without building the union
 
 
 def build_analyzer() -> tantivy.TextAnalyzer:

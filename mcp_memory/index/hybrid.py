@@ -30,10 +30,11 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -101,6 +102,8 @@ class HybridSearcher:
         self.snapshot = SearchSnapshot.empty()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        # Which rows carry the sleep cycle's retired mark, for the snapshot named (read per row once).
+        self._retired_rows: tuple[weakref.ref[SearchSnapshot], dict[int, bool]] = (weakref.ref(self.snapshot), {})
 
     def set_snapshot(self, snapshot: SearchSnapshot) -> None:
         self.snapshot = snapshot
@@ -176,8 +179,7 @@ class HybridSearcher:
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
         if diversify and s.mmr_enabled and len(ranked) > 1:
-            pool_rows = ranked[: max(k * 3, 20)]
-            picked = _mmr(pool_rows, {row: self.row_terms(snap, row) for row, _ in pool_rows}, s.mmr_lambda, k)
+            picked = _mmr(ranked[: max(k * 3, 20)], partial(self.row_terms, snap), s.mmr_lambda, k)
             chosen = {row for row, _ in picked}
             # What would follow, by relevance: only read for memories that update one of the hits.
             return Ranking(snap, query, picked, vector_scores,
@@ -190,7 +192,7 @@ class HybridSearcher:
         s = self.settings
         if not s.mmr_enabled or len(ranked) < 2:
             return ranked[:k]
-        return _mmr(ranked, {row: self.row_terms(snap, row) for row, _ in ranked}, s.mmr_lambda, k)
+        return _mmr(ranked, partial(self.row_terms, snap), s.mmr_lambda, k)
 
     def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
         """The cited hit for one ranked row."""
@@ -209,7 +211,7 @@ class HybridSearcher:
         was retired (superseded or a duplicate); None when no row needs one."""
         store = self.utility
         learned = store is not None and store.active()
-        marked = [RETIRED_MARK in snap.texts[row].as_py() for row in rows]
+        marked = [self._marked_retired(snap, row) for row in rows]
         if not learned and not any(marked):
             return None
         factors = []
@@ -221,6 +223,18 @@ class HybridSearcher:
             factor = store.factor(named.id) if store is not None and learned else 1.0
             factors.append(factor * (RETIRED_FACTOR if named.replaced_by else 1.0))
         return factors
+
+    def _marked_retired(self, snap: SearchSnapshot, row: int) -> bool:
+        """Whether the chunk of ``row`` carries a retired mark: asked of the best 50 rows of every search,
+        so remembered per snapshot rather than read out of its text column each time."""
+        seen, marks = self._retired_rows
+        if seen() is not snap:
+            marks = {}
+            self._retired_rows = (weakref.ref(snap), marks)
+        marked = marks.get(row)
+        if marked is None:
+            marked = marks[row] = RETIRED_MARK in snap.texts[row].as_py()
+        return marked
 
     def _weigh_memories(self, snap: SearchSnapshot, fused: dict[int, float], query: str, pool: int) -> None:
         """The best ``pool`` candidates' scores multiplied by their memories' factors."""
@@ -284,7 +298,7 @@ class HybridSearcher:
             return {}
         n = min(pool, len(sims))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
-        return {int(rows[i]): float(sims[i]) for i in top}
+        return dict(zip(rows[top].tolist(), sims[top].tolist(), strict=True))
 
     def embed_queries_ahead(self, queries: list[str]) -> None:
         """Embed several queries in one call, so the searches for them find their vectors cached."""
@@ -422,19 +436,35 @@ def _min_max(scores: dict[int, float]) -> dict[int, float]:
     return {row: (value - low) / (high - low) for row, value in scores.items()}
 
 
-def _mmr(ranked: list[tuple[int, float]], tokens: dict[int, frozenset[str]], lam: float,
+def _mmr(ranked: list[tuple[int, float]], terms: Callable[[int], frozenset[str]], lam: float,
          k: int) -> list[tuple[int, float]]:
+    """Up to ``k`` of ``ranked``, picked greedily by ``lam × score − (1 − lam) × closest``, where
+    ``closest`` is the highest Jaccard similarity of a row's ``terms`` to a row picked before;
+    ties go to the row ranked first.
+
+    A row's similarity to what is picked only grows, so a score computed against the first few
+    picks is an upper bound of its score now. Each round therefore brings only the leading row
+    up to date, until the leading row is up to date: that row is the one a comparison with
+    every pick would choose, for a fraction of the comparisons.
+    """
     chosen: list[tuple[int, float]] = []
     rest = list(ranked)
-    # Each candidate's highest similarity to anything chosen so far, updated once per pick.
-    closest = [0.0] * len(rest)
+    closest = [0.0] * len(rest)  # each candidate's highest similarity to the picks it was compared with
+    compared = [0] * len(rest)  # how many of the picks (the first ones) that is
     while rest and len(chosen) < k:
-        best = max(range(len(rest)), key=lambda i: lam * rest[i][1] - (1 - lam) * closest[i])
-        picked = rest.pop(best)
+        scores = [lam * score - (1 - lam) * close for (_, score), close in zip(rest, closest, strict=True)]
+        while True:
+            best = max(range(len(rest)), key=scores.__getitem__)
+            if compared[best] == len(chosen):
+                break
+            row_terms = terms(rest[best][0])
+            for picked_row, _ in chosen[compared[best] :]:
+                closest[best] = max(closest[best], jaccard(row_terms, terms(picked_row)))
+            compared[best] = len(chosen)
+            scores[best] = lam * rest[best][1] - (1 - lam) * closest[best]
+        chosen.append(rest.pop(best))
         closest.pop(best)
-        chosen.append(picked)
-        for i, (row, _) in enumerate(rest):
-            closest[i] = max(closest[i], jaccard(tokens[row], tokens[picked[0]]))
+        compared.pop(best)
     return chosen
 
 
@@ -444,14 +474,25 @@ def best_line(lines: list[str], query: str) -> int | None:
     A word counts more the fewer lines hold it, so among many near-identical bullets the one
     with the distinguishing name wins over the first line with a common word.
     """
-    terms = {t for t in keyword_tokens(query.lower()) if len(t) > 1}
     lowered = [line.lower() for line in lines]
-    line_terms = [{t for t in terms if t in line} for line in lowered]
-    weight = {t: 1.0 / sum(t in found for found in line_terms) for t in terms if any(t in f for f in line_terms)}
-    if not weight:
+    whole = "\n".join(lowered)
+    present = [t for t in _query_words(query) if t in whole]  # most lines then check a word or two
+    line_terms = [{t for t in present if t in line} for line in lowered]
+    holding: dict[str, int] = {}  # how many lines hold each word
+    for found in line_terms:
+        for t in found:
+            holding[t] = holding.get(t, 0) + 1
+    if not holding:
         return None
+    weight = {t: 1.0 / n for t, n in holding.items()}
     scores = [sum(weight[t] for t in found) for found in line_terms]
     return max(range(len(lines)), key=lambda i: (scores[i], -i))
+
+
+@lru_cache(maxsize=64)
+def _query_words(query: str) -> frozenset[str]:
+    """The words of ``query`` that ``best_line`` looks for (every hit of a search asks for the same query's)."""
+    return frozenset(t for t in keyword_tokens(query.lower()) if len(t) > 1)
 
 
 def narrow_span(start_line: int, end_line: int, best: int | None, max_lines: int) -> tuple[int, int]:

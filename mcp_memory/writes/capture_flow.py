@@ -150,6 +150,7 @@ class CaptureFlow:
                 lines = [heading, "", *(f"- [{f.category}] {f.text}" for f in fresh)]
                 prefix = [""] if (workspace.root / rel).exists() else []
                 start, _ = workspace.append(rel, prefix + lines, new_file_header=f"# {now.date().isoformat()}\n\n")
+                self.editor.embed_ahead([rel])
                 self.editor.sync_edited(rel)
                 self.editor.check_indexed(rel)
             except BaseException:

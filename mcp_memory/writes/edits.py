@@ -15,9 +15,12 @@ import threading
 import time
 from dataclasses import dataclass
 
+from mcp_memory.core.chunking import chunk_markdown
 from mcp_memory.core.hits import MemoryLine
 from mcp_memory.core.reading import Reader
 from mcp_memory.core.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
+from mcp_memory.embedding import EmbeddingError
+from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.errors import MemoryInputError, PathError
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
@@ -172,6 +175,7 @@ class Editor:
             for offset, r in enumerate(requests):
                 r.written_at = start + offset
         if paths:
+            self.embed_ahead(paths)
             self.sync_edited(*paths)
             for path in paths:
                 self.check_indexed(path)
@@ -242,22 +246,49 @@ class Editor:
         except PathError as exc:
             raise MemoryInputError(f"{rel} was written but is not readable as a memory file ({exc})") from None
 
+    def embed_ahead(self, rels: list[str]) -> None:
+        """Put the vectors of the edited files' chunks into the embedding cache before their sync.
+
+        The sync then writes the new rows with their vectors (it takes what the cache holds), so
+        an edit makes one table write instead of a write without vectors and a second one to fill
+        them in, and ``embed_edited`` finds nothing left to do. The chunks are cut as the sync
+        cuts them; should they differ, the cache only misses and the backfill embeds them as before.
+        """
+        engine = self.engine
+        if engine.embedder is None:
+            return
+        texts: list[str] = []
+        for rel in rels:
+            try:
+                file = engine.workspace.resolve(rel)
+                text = engine.workspace.read_memory(file)
+            except (PathError, OSError, UnicodeDecodeError, ValueError):
+                continue  # the sync says what is wrong with it
+            chunking = engine.settings.chunking
+            chunks = chunk_markdown(text, path=rel, date=file.date, tokens=chunking.tokens, overlap=chunking.overlap)
+            texts.extend(c.index_text for c in chunks)
+        try:
+            embed_through_cache(engine.embedder, engine.cache, texts)  # embeds only what the cache lacks
+        except EmbeddingError:
+            return  # the backfill tries again and reports it
+
     def embed_edited(self, rel: str) -> None:
         """Give the edited file's new rows their vectors before the edit returns.
 
-        When a backfill already runs (another thread or process), it picks up the new rows too:
-        wait for them, up to ``EDIT_EMBED_WAIT``, instead of for that whole backfill.
+        Usually ``embed_ahead`` gave them theirs already. When a backfill already runs (another
+        thread or process), it picks up the new rows too: wait for them, up to ``EDIT_EMBED_WAIT``,
+        instead of for that whole backfill.
         """
         if self.engine.embedder is None:
             return
         deadline = time.monotonic() + EDIT_EMBED_WAIT
         where = f"path = '{rel.replace(chr(39), chr(39) * 2)}' AND vector IS NULL"
         while True:
-            self.engine.backfill()  # returns at once when another backfill holds the embed lock
             self.engine.vectors.refresh()
             if self.engine.vectors.count(where) == 0 or time.monotonic() > deadline:
                 return
-            time.sleep(0.05)
+            if self.engine.backfill() == 0:  # 0 at once when another backfill holds the embed lock
+                time.sleep(0.05)
 
 
 def _checked_text(text: object) -> str:

@@ -50,6 +50,7 @@ class LineEditor:
                     workspace.replace_bytes(rel, data, b"\n".join(raw))
                 except PathError as exc:
                     raise MemoryInputError(str(exc)) from None
+                self.editor.embed_ahead([rel])
                 self.editor.sync_edited(rel)
                 self.editor.check_indexed(rel)
             self.editor.embed_edited(rel)
