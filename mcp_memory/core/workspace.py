@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 _DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-_ ].*)?\.md$", re.IGNORECASE)
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped with a warning
 _BINARY_SHARE = 0.10  # a file whose first 8 KB are more than 10 % control bytes is binary, not damaged text
-_CONTROL_BYTES = frozenset(range(0x00, 0x09)) | frozenset(range(0x0E, 0x20)) | {0x7F}
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])
 # Characters that a memory file's text never shows: they read as U+FFFD (line breaks kept).
 _UNSHOWABLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
@@ -455,7 +455,7 @@ def read_text(path: Path) -> str:
 def decode_memory_bytes(data: bytes) -> str:
     """The text of a memory file's bytes (see ``read_text``)."""
     head = data[:8192]
-    controls = sum(byte in _CONTROL_BYTES for byte in head)
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))  # counted in C: a read of every hit's file
     if controls > 0.3 * len(head) or (controls >= 4 and controls > _BINARY_SHARE * len(head)):
         raise UnicodeDecodeError("utf-8", head[:1], 0, 1, "binary content (control bytes)")
     return _UNSHOWABLE.sub("\ufffd", data.decode("utf-8-sig", errors="replace"))
