@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,55 @@ def _day(n: int) -> Any:
     import datetime as dt
 
     return dt.date(2026, 1, n)
+
+
+# ----- the vocabulary: words/updates.toml ----------------------------------------------------------
+@pytest.fixture
+def words_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Points the detector at a copy of its word file, edited by the test; the real file is read again after."""
+
+    def use(edited: str) -> None:
+        path = tmp_path / "updates.toml"
+        path.write_text(edited, encoding="utf-8")
+        monkeypatch.setattr(updates, "_WORDS_FILE", path)
+        updates._words.cache_clear()
+        updates._read.cache_clear()
+
+    yield use
+    updates._words.cache_clear()
+    updates._read.cache_clear()
+
+
+WORDS = updates._WORDS_FILE.read_text(encoding="utf-8")  # the file as the package ships it
+
+
+def test_the_change_cues_are_read_from_the_word_file(words_file: Callable[[str], None]) -> None:
+    memory = "Henceforth the user drinks green tea."
+    assert not updates.has_change_cue(memory)
+    assert WORDS.count('"nowadays", "these days",') == 1
+    words_file(WORDS.replace('"nowadays", "these days",', '"nowadays", "henceforth", "these days",'))
+    assert updates.has_change_cue(memory)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("[change]", "[change"), r"words/updates\.toml: .*line"),  # not TOML
+    (("[likes]", "[liking]"), r"unknown table\(s\) \['liking'\], missing table\(s\) \['likes'\]"),
+    (('zh_particles = "了过"', 'zh_particles = "了过"\nzh_typo = "的"'), r"\[past\]: expected the keys"),
+    (('"nowadays", "these days",', '"Nowadays", "these days",'), r"\[change\] en: 'Nowadays' is not a word"),
+    (('zh_particles = "了过"', "zh_particles = 3"), r"\[past\] zh_particles: expected a string of characters"),
+    (('slot_verbs = ["prefer", "live", "own"]', 'slot_verbs = ["prefer", "lives"]'),
+     r"\[kinds\] slot_verbs: not concepts"),
+    (('stack = [["frontend", "前端"], ["backend", "后端"]]', 'stack = [["frontend", "前端"]]'),
+     r"\[contrasts\] stack: expected two members"),
+    (('project = ["project", "项目"]', "project = []"), r"\[concepts\] project: expected a non-empty array"),
+])
+def test_a_malformed_word_file_is_a_clear_error(words_file: Callable[[str], None], edit: tuple[str, str],
+                                                message: str) -> None:
+    before, after = edit
+    assert WORDS.count(before) == 1
+    words_file(WORDS.replace(before, after))
+    with pytest.raises(ValueError, match=message):
+        updates.changes("The staging DB is on db-1.", "The staging DB is on db-2.")
 
 
 # ----- every mode, as an MCP client sees it ---------------------------------------------------------

@@ -16,7 +16,7 @@ sign of two facts that both hold. Two kinds of pair are read as an update:
   "from", "replaced", 不再, 从… ("now pnpm, no longer npm"); or they share specific words (a name,
   a noun; Chinese character pairs); or the same subject and the same kind of fact ("the user's
   manager" / "the user now reports to"; across languages, names, Latin words and the bilingual
-  words of ``_CONCEPTS``);
+  words of the concepts in ``words/updates.toml``);
 * **the same sentence with one value replaced** ("The staging DB is on db-1" → "… db-2"): one
   differing stretch of words, not at the start (there it names another subject: "Bob's phone" /
   "Carol's phone", 华东区 / 华北区), in statements of state, not of events.
@@ -27,6 +27,10 @@ qualifiers (staging / production, sister / brother, iOS / Android, 前端 / 后�
 ``[category]`` tags, an earlier event (what happened stays true) or a plan beside one, pairs where
 the later says nothing new or the earlier nothing the later lacks, and what is not one short
 statement of fact: a question, a line of a conversation ("**Jon:** ..."), a passage.
+
+The words these rules read by (the cues, additions, plans, stop words, concepts, contrasts) are
+data, ``mcp_memory/core/words/updates.toml``, read and checked once on first use; the shape of
+each pattern (anchors, look-aheads) stays here.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import functools
+import importlib.resources
 import itertools
 import re
+import tomllib
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import HTML_COMMENT, LIST_MARKER, split_memories
@@ -67,120 +73,9 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _CATEGORY = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 _STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
 
-# A change said in words. English phrases match whole words; Chinese ones anywhere.
-_CHANGE_EN = re.compile(
-    r"\b(?:now|no longer|anymore|any more|nowadays|these days|currently|from now on|as of|instead|"
-    r"switch(?:ed|es|ing)?|chang(?:ed|es|ing)|mov(?:ed|es|ing)|migrat(?:ed|es|ing)|replac(?:ed|es|ing)|"
-    r"went (?:up|down)|gone (?:up|down)|raised|lowered|increased|decreased|bumped|reduced|cut|shortened|"
-    r"extended|lengthened|rescheduled|postponed|pushed back|delayed|upgrad(?:ed|es|ing|e)|downgrad(?:ed|es|ing|e)|"
-    r"sold|dropped|relocated|transferred|handed over|passed to|took over|taken over|reassigned|renamed|updated|"
-    r"became|stopped|quit|gave up|rather than)\b")
-# "new" says a change only of something one has one of at a time ("new email address").
-_NEW_VALUE = re.compile(r"\bnew (?:email|e-mail|mail|address|phone|number|id|handle|home|flat|apartment|office|"
-                        r"desk|role|title|manager|boss|lead|owner|host|server|url|domain|name|price|rate|plan)\b")
-_CHANGE_ZH = re.compile(
-    r"现在|目前|如今|已经|改用|改成|改为|改到|改约|改了|换成|换了|换到|换为|更换|不再|不用了|没再|搬到|搬去|搬了|迁移|迁到|"
-    r"调到|调整|调为|调成|调去|挪到|涨到|涨价|涨了|降到|降为|降了|提高到|提升到|降低到|升级到|升到|缩短|延长|交给|转给|移交|"
-    r"接手|接管|收回|以后|今后|从此|变成|变为|取代|代替|替换|从.{1,8}起")
-# After these the earlier value is named as the one left behind ("no longer npm", 不再用蓝湖).
-_LEFT_BEHIND = re.compile(
-    r"\b(?:no longer|not|instead of|rather than|replac(?:ed|ing)|dropped|sold|quit|stopped using|"
-    r"(?:switch|mov|migrat|chang)\w* from|from(?! now)(?=.{1,40}\bto\b))\b"
-    r"|\b(?:the|my|our|his|her|their) (?:old|former|previous)\b"
-    r"|不再|不用|从(?=.{1,12}(?:迁|换|改|搬|转|调))|取代|替换掉|代替|卖了|旧的|原来的|之前的|"
-    r"把(?=.{1,12}(?:换成|改成|改为|替换))")
-_ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition|additionally|besides|again|still|both)\b"
-                       r"|也|还|又|另外|同时|再次|以及|仍|依然|照样")
-_PLAN = re.compile(r"\b(?:plans?|planning|will|going to|intends?|next (?:week|month|year|summer|winter|spring|"
-                   r"autumn|fall))\b|计划|打算|准备|将要|下个月|明年|下周")
-_PAST_EN = re.compile(r"\b(?:was|were|had|did|went|yesterday|ago|last (?:week|month|year|night))\b")
-_PAST_FIRST = re.compile(r"^(?:[a-z]+ed|paid|went|met|held|had|made|sent|bought|took|gave|got|ran|saw|wrote|"
-                         r"began|left|found|built|did|said|told|spent|won|lost|flew|drove|ate)\b")
-_STATE = re.compile(r"\b(?:is|are|am|has|have|(?:cost|use|run|live|work|take|prefer|like|want|need|own|lead|manage|"
-                    r"start|end|open|close|expire|renew|keep|hold|go|sit|stay|belong|mean)s?)\b")
-_LIKES = re.compile(r"\b(?:likes?|loves?|enjoys?)\b|喜欢|爱吃|爱喝|爱看|爱听|爱玩")
-_PAST_ZH = re.compile(rf"[了过](?=[{_CJK}\w])")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
-# A question, or a line of a conversation ("**Jon:** ...", "user: ..."), states no fact of its own.
-_NOT_A_STATEMENT = re.compile(
-    r"[?？]|^\*\*[^*\n]{1,40}?(?:[:：]\s*\*\*|\*\*\s*[:：])|^(?:user|assistant|human|ai|system|model)\s*[:：]")
+# The end of a sentence followed by another: two or more make a passage, not one statement.
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[a-z])|[。！？](?=.)")
-
-_STOP_EN = frozenset((
-    "a", "an", "the", "is", "are", "am", "be", "been", "being", "of", "in", "on", "at", "to", "for", "with", "by",
-    "from", "as", "and", "or", "but", "it", "its", "this", "that", "these", "those", "our", "we", "us", "i", "my",
-    "me", "you", "your", "he", "she", "his", "her", "they", "them", "their", "has", "have", "do", "does", "will",
-    "would", "should", "can", "could", "there", "here", "about", "into", "than", "then", "so", "if", "up", "down",
-    "per", "every", "each", "very", "just", "mostly", "usually", "was", "were", "had", "did", "got", "get", "go",
-    "goes", "come", "comes"))
-_STOP_ZH = frozenset("的了是在和与及把被给从到对为于着过呢吗吧啊这那之其而或个都就得地")
-_GENERIC = frozenset(["user", "users", "用户", "我们", "我", "他", "她", "它"])
-# The same person across languages.
-_GENERIC_SAME = {"user": "user", "users": "user", "用户": "user", "we": "we", "我们": "we"}
-# Words of the change cues (stemmed): they say that something changed, not what.
-_CUE_STEMS = frozenset((
-    "now", "no", "longer", "anymore", "nowadays", "currently", "instead", "switch", "chang", "mov", "migrat", "replac",
-    "went", "gone", "rais", "lower", "increas", "decreas", "bump", "reduc", "cut", "shorten", "extend", "lengthen",
-    "reschedul", "postpon", "delay", "upgrad", "downgrad", "sold", "drop", "relocat", "transfer", "hand", "pass",
-    "reassign", "renam", "updat", "becam", "stop", "quit", "gave", "not", "rather"))
-_CUE_CHARS = frozenset("现目如已经改换更再搬迁调挪涨降升缩延交转移接收替变取代")
-# Words of values (numbers, days, times, durations): shared, they say nothing about the subject.
-_VALUE_WORDS = frozenset((
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty",
-    "hundred", "thousand", "million", "half", "first", "second", "third", "monday", "tuesday", "wednesday",
-    "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july",
-    "august", "september", "october", "november", "december", "minute", "hour", "day", "week", "month", "year",
-    "daily", "weekly", "monthly", "yearly", "annual", "night", "morning", "afternoon", "evening", "noon", "today",
-    "tomorrow", "am", "pm", "utc"))
-_VALUE_CHARS = frozenset("一二三四五六七八九十百千万亿两零半几每年月日号周天点时分秒午早晚上下前后今明昨")
-
-# Words naming the same kind of fact, in English and Chinese: two memories on one subject that
-# name the same concept are about the same thing, across languages too. The kinds of fact a
-# memory holds (a preference, a place, a role, an owner, a price, an appointment, a way to reach
-# someone, a version) and a few words memories often share across languages.
-_CONCEPTS: dict[str, tuple[str, ...]] = {
-    "prefer": ("prefer", "preference", "like", "favourite", "favorite", "love", "want", "enjoy", "喜欢", "偏好",
-               "最爱", "习惯", "想要"),
-    "live": ("live", "living", "based", "reside", "住", "定居"),
-    "boss": ("manager", "boss", "supervisor", "report", "head", "lead", "leader", "主管", "领导", "上级", "汇报",
-             "经理", "组长", "负责人"),
-    "own": ("own", "owner", "ownership", "responsible", "charge", "maintain", "handle", "负责", "归属"),
-    "cost": ("cost", "price", "fee", "rent", "bill", "budget", "pay", "dollar", "euro", "yuan", "费", "价格", "钱",
-             "租", "预算", "账单", "元", "美元", "欧元"),
-    "meet": ("meeting", "appointment", "class", "lesson", "session", "review", "sync", "standup", "会议", "例会",
-             "周会", "课", "预约"),
-    "contact": ("email", "mail", "phone", "address", "wechat", "邮箱", "电话", "手机号", "号码", "地址", "微信"),
-    "version": ("version", "release", "版本"),
-    "place": ("office", "floor", "city", "办公室", "城市"),
-    "video": ("video", "film", "视频"),
-    "mobile": ("mobile", "移动端", "手机端"),
-    "doc": ("doc", "docs", "document", "documentation", "wiki", "文档"),
-    "project": ("project", "项目"),
-    "code": ("code", "repo", "repository", "source", "代码", "仓库", "源码"),
-    "commute": ("commute", "cycle", "cycling", "bike", "metro", "subway", "train", "bus", "骑车", "地铁", "通勤",
-                "上班"),
-    "error": ("error", "crash", "bug", "错误", "崩溃"),
-}
-# A person has one manager, one home, one address, one office, one version of a thing at a time:
-# the same subject naming one of these twice is one fact changing. The other kinds (preferences,
-# prices, appointments, what one owns) are many at once; the nouns name things shared across languages.
-_ONE_AT_A_TIME = frozenset(("boss", "live", "contact", "place", "version"))
-_THINGS = frozenset(("video", "mobile", "doc", "project", "commute", "error"))
-_SLOT_VERBS = frozenset(("prefer", "live", "own"))
-# Members of one family that name different things: a memory about one is not about another.
-_CONTRASTS: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (("staging", "预发"), ("production", "prod", "生产", "线上"), ("test", "testing", "qa", "测试"),
-     ("dev", "development", "开发环境"), ("local", "本地")),
-    (("ios", "苹果端"), ("android", "安卓"), ("web", "网页", "网站"), ("desktop", "桌面")),
-    (("frontend", "前端"), ("backend", "后端")),
-    (("mother", "mom", "mum", "妈妈", "母亲"), ("father", "dad", "爸爸", "父亲"), ("sister", "姐姐", "妹妹"),
-     ("brother", "哥哥", "弟弟"), ("wife", "妻子", "老婆", "太太"), ("husband", "丈夫", "老公"), ("son", "儿子"),
-     ("daughter", "女儿"), ("parents", "父母"), ("friend", "朋友"), ("colleague", "coworker", "同事"),
-     ("grandmother", "grandma", "奶奶", "外婆"), ("grandfather", "grandpa", "爷爷", "外公")),
-    (("mentor", "导师"), ("manager", "lead", "boss", "主管", "经理", "组长", "领导"), ("intern", "实习生")),
-    (("east", "华东", "东区"), ("north", "华北", "北区"), ("south", "华南", "南区"), ("west", "华西", "西区"),
-     ("eu", "europe", "欧洲"), ("usa", "america", "美国"), ("asia", "亚洲")),
-)
 
 
 @dataclass(frozen=True)
@@ -226,7 +121,7 @@ class _Read:
     units: frozenset[str]  # specific words: those words, Chinese as character pairs, no bare numbers
     latin: frozenset[str]  # Latin words of three letters or more: anchors across languages
     concepts: frozenset[str]
-    contrasts: tuple[frozenset[int], ...]  # per family of _CONTRASTS, the members named
+    contrasts: tuple[frozenset[int], ...]  # per family of contrasts (words/updates.toml), the members named
     owner: str | None  # the first possessor ("bob" of "Bob's", 小王 of 小王的)
     person: str | None  # the first content word or character pair, generic ones included ("user", 用户)
     subject: str | None  # the first specific word or character pair (not generic, a value or a concept word)
@@ -237,6 +132,7 @@ class _Read:
 
 @functools.lru_cache(maxsize=8192)
 def _read(text: str) -> _Read:
+    w = _words()
     body = HTML_COMMENT.sub(" ", text)
     body = " ".join(LIST_MARKER.sub("", line).strip() for line in body.split("\n"))
     body = unicodedata.normalize("NFKC", body).strip()
@@ -244,8 +140,8 @@ def _read(text: str) -> _Read:
     body = _STATED.sub("", _CATEGORY.sub("", body)).strip().casefold().replace("’", "'")
     body = _THOUSANDS.sub("", body)
     # Chinese verbs of one kind of fact become one token (喜欢 and 偏好 align as one word).
-    folded = _FOLD_ZH.sub(lambda m: f" @{_CONCEPT_ZH[m.group(0)]} ", body)
-    cue_spans = [m.span() for m in _CHANGE_ZH.finditer(folded)]
+    folded = w.fold_zh.sub(lambda m: f" @{w.concept_zh[m.group(0)]} ", body)
+    cue_spans = [m.span() for m in w.change_zh.finditer(folded)]
     owner, owner_at = None, None
     tokens: list[str] = []
     content: list[bool] = []
@@ -257,7 +153,7 @@ def _read(text: str) -> _Read:
                 owner, owner_at = _stem(word), len(tokens)
         token = _stem(word) if word.isalpha() and word.isascii() else word
         tokens.append(token)
-        in_cue = token in _CUE_CHARS and any(start <= found.start() < end for start, end in cue_spans)
+        in_cue = token in w.cue_chars and any(start <= found.start() < end for start, end in cue_spans)
         content.append(_is_content(token) and not in_cue)
     if owner is None:
         possessor = re.search(rf"([{_CJK}]{{2}}|[a-z][a-z0-9]*)\s*的", body)
@@ -266,27 +162,27 @@ def _read(text: str) -> _Read:
     # The subject is named after its owner: "the user's gym membership" is about the gym membership.
     cut = owner_at if owner_at is not None else (tokens.index("的") if "的" in tokens else None)
     after = len(_ordered_units(tokens[: cut + 1], content[: cut + 1])) if cut is not None else 0
-    words = frozenset(t for t, c in zip(tokens, content, strict=True) if c and t not in _GENERIC)
-    named = set(tokens) | set(_WORDS_ZH.findall(body))  # English stems and the Chinese words of the tables
-    concepts = frozenset(_CONCEPT_OF[w] for w in named if w in _CONCEPT_OF)
-    members: list[set[int]] = [set() for _ in _CONTRASTS]
-    for word in named & _CONTRAST_OF.keys():
-        family, member = _CONTRAST_OF[word]
+    words = frozenset(t for t, c in zip(tokens, content, strict=True) if c and t not in w.generic)
+    named = set(tokens) | set(w.words_zh.findall(body))  # English stems and the Chinese words of the tables
+    concepts = frozenset(w.concept_of[word] for word in named if word in w.concept_of)
+    members: list[set[int]] = [set() for _ in range(w.families)]
+    for word in named & w.contrast_of.keys():
+        family, member = w.contrast_of[word]
         members[family].add(member)
     contrasts = tuple(frozenset(m) for m in members)
     return _Read(
         text=body, category=category.group(1).lower() if category else None, tokens=tuple(tokens),
-        content=tuple(content), aligned=tuple(f"@{_CONCEPT_OF[t]}" if t in _CONCEPT_OF and _is_slot_verb(t) else t
+        content=tuple(content), aligned=tuple(f"@{w.concept_of[t]}" if t in w.concept_of and _is_slot_verb(t) else t
                                                for t in tokens),
-        words=words, units=frozenset(u for u in ordered if u not in _GENERIC and not _is_value(u)),
+        words=words, units=frozenset(u for u in ordered if u not in w.generic and not _is_value(u)),
         latin=frozenset(t for t in words if t.isascii() and t.isalpha() and len(t) >= 3),
         concepts=concepts, contrasts=contrasts, owner=owner,
-        person=_GENERIC_SAME.get(ordered[0], ordered[0]) if ordered else None,
-        subject=next((u for u in ordered[after:] if u not in _GENERIC and not _is_value(u) and not _is_slot_verb(u)),
+        person=w.same_person.get(ordered[0], ordered[0]) if ordered else None,
+        subject=next((u for u in ordered[after:] if u not in w.generic and not _is_value(u) and not _is_slot_verb(u)),
                      None),
-        cue=bool(_CHANGE_EN.search(body) or cue_spans or _NEW_VALUE.search(body)),
+        cue=bool(w.change_en.search(body) or cue_spans or w.new_value.search(body)),
         cjk=len(_CJK_CHAR.findall(body)) > 2 * len(re.findall(r"[a-z]+", body)),
-        statement=bool(words) and len(tokens) <= MAX_TOKENS and not _NOT_A_STATEMENT.search(body)
+        statement=bool(words) and len(tokens) <= MAX_TOKENS and not w.not_a_statement.search(body)
         and len(_SENTENCE_END.findall(body.rstrip(".!?。！？ "))) < 2)
 
 
@@ -306,28 +202,215 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-_STOP_STEMS = _STOP_EN | {_stem(word) for word in _STOP_EN}  # "were" → "wer"
-# The tables by word: an English word by its stem, a Chinese one as written.
-_CONCEPT_OF = {(_stem(form) if form.isascii() else form): name for name, forms in _CONCEPTS.items() for form in forms}
-_CONTRAST_OF = {(_stem(word) if word.isascii() else word): (family, member)
-                for family, members in enumerate(_CONTRASTS) for member, words in enumerate(members) for word in words}
-_WORDS_ZH = re.compile("|".join(sorted({w for w in [*_CONCEPT_OF, *_CONTRAST_OF] if not w.isascii()},
-                                       key=lambda w: (-len(w), w))))
-_CONCEPT_ZH = {form: name for name, forms in _CONCEPTS.items() for form in forms
-               if not form.isascii() and len(form) > 1 and name in _SLOT_VERBS}
-_FOLD_ZH = re.compile("|".join(sorted(_CONCEPT_ZH, key=lambda w: (-len(w), w))))
+# ----- the vocabulary: words/updates.toml, read once on first use ------------------------------
+# The folder of this very package, found at import; the file is read when a memory is first read.
+_WORDS_FILE = importlib.resources.files("mcp_memory.core") / "words" / "updates.toml"
+# Each table of the file and its keys: an array of words or a string of single characters.
+_WORD_LIST, _CHARS, _WORD_MAP = "an array of words", "a string of characters", "a table of words"
+_LAYOUT: dict[str, dict[str, str]] = {
+    "change": {"en": _WORD_LIST, "zh": _WORD_LIST},
+    "new_value": {"en": _WORD_LIST},
+    "left_behind": {"en": _WORD_LIST, "en_from_stems": _WORD_LIST, "en_owners": _WORD_LIST, "en_old": _WORD_LIST,
+                    "zh": _WORD_LIST, "zh_from_verbs": _WORD_LIST, "zh_ba_verbs": _WORD_LIST},
+    "addition": {"en": _WORD_LIST, "zh": _WORD_LIST},
+    "plan": {"en": _WORD_LIST, "zh": _WORD_LIST},
+    "past": {"en": _WORD_LIST, "en_first": _WORD_LIST, "zh_particles": _CHARS},
+    "state": {"en": _WORD_LIST, "en_verbs": _WORD_LIST},
+    "likes": {"en": _WORD_LIST, "zh": _WORD_LIST},
+    "turned_off": {"en": _WORD_LIST, "zh": _WORD_LIST},
+    "dialogue": {"speakers": _WORD_LIST},
+    "stop": {"en": _WORD_LIST, "zh": _CHARS},
+    "generic": {"words": _WORD_LIST},
+    "cue": {"en_stems": _WORD_LIST, "zh_chars": _CHARS},
+    "value": {"en": _WORD_LIST, "zh_chars": _CHARS},
+    "kinds": {"one_at_a_time": _WORD_LIST, "things": _WORD_LIST, "slot_verbs": _WORD_LIST},
+}
+# Tables of any names: a list of words (concepts), a list of lists of words (contrasts), a word (same_person).
+_NAMED_LISTS = ("concepts", "contrasts", "same_person")
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The vocabulary and the patterns built from it (see words/updates.toml for each)."""
+
+    change_en: re.Pattern[str]  # a change said in words
+    change_zh: re.Pattern[str]  # (its matches mark the characters of a cue)
+    new_value: re.Pattern[str]  # "new" of something one has one of at a time
+    left_behind: re.Pattern[str]  # the earlier value follows
+    addition: re.Pattern[str]
+    plan: re.Pattern[str]
+    past_en: re.Pattern[str]
+    past_first: re.Pattern[str]
+    past_zh: re.Pattern[str]
+    state: re.Pattern[str]
+    likes: re.Pattern[str]
+    turned_off: re.Pattern[str]
+    not_a_statement: re.Pattern[str]  # a question, a line of a conversation
+    stop_stems: frozenset[str]  # English stop words and their stems ("were" -> "wer")
+    stop_zh: frozenset[str]
+    generic: frozenset[str]
+    same_person: dict[str, str]
+    cue_stems: frozenset[str]
+    cue_chars: frozenset[str]
+    value_words: frozenset[str]
+    value_chars: frozenset[str]
+    concept_of: dict[str, str]  # a word (English: its stem) -> its concept
+    contrast_of: dict[str, tuple[int, int]]  # a word (English: its stem) -> (family, member)
+    families: int  # how many families of contrasts
+    words_zh: re.Pattern[str]  # the Chinese words of concepts and contrasts
+    concept_zh: dict[str, str]  # Chinese verbs of a slot (喜欢) -> their concept
+    fold_zh: re.Pattern[str]  # those verbs
+    one_at_a_time: frozenset[str]
+    things: frozenset[str]
+    slot_verbs: frozenset[str]
+
+
+_NEVER = r"(?!)"  # an alternation of no words matches nothing
+
+
+def _either(words: Sequence[str]) -> str:
+    """The words as one alternation, in their order (the first that fits at a place wins)."""
+    return "|".join(re.escape(word) for word in words) or _NEVER
+
+
+def _longest_first(words: set[str] | dict[str, str]) -> str:
+    return _either(sorted(words, key=lambda w: (-len(w), w)))
+
+
+def _words_of(value: Any, where: str) -> list[str]:
+    if not (isinstance(value, list) and value and all(isinstance(word, str) for word in value)):
+        raise ValueError(f"words/updates.toml {where}: expected a non-empty array of words, got {value!r}")
+    for word in value:
+        if not word or word != word.strip() or word != unicodedata.normalize("NFKC", word).casefold():
+            raise ValueError(f"words/updates.toml {where}: {word!r} is not a word as memories are read "
+                             "(lower case, no surrounding spaces)")
+    return value
+
+
+def _checked(data: dict[str, Any]) -> dict[str, Any]:
+    """The parsed file, every table and key as ``_LAYOUT`` says (anything else is a ValueError)."""
+    expected = set(_LAYOUT) | set(_NAMED_LISTS)
+    if set(data) != expected:
+        unknown, missing = sorted(set(data) - expected), sorted(expected - set(data))
+        raise ValueError(f"words/updates.toml: unknown table(s) {unknown}, missing table(s) {missing}")
+    for name, keys in _LAYOUT.items():
+        table = data[name]
+        if not isinstance(table, dict) or set(table) != set(keys):
+            found = sorted(table) if isinstance(table, dict) else table
+            raise ValueError(f"words/updates.toml [{name}]: expected the keys {sorted(keys)}, got {found!r}")
+        for key, kind in keys.items():
+            value, where = table[key], f"[{name}] {key}"
+            if kind == _WORD_LIST:
+                _words_of(value, where)
+            elif kind == _CHARS and not (isinstance(value, str) and value and not any(c.isspace() for c in value)):
+                raise ValueError(f"words/updates.toml {where}: expected {kind}, got {value!r}")
+    for name in _NAMED_LISTS[:2]:
+        if not (isinstance(data[name], dict) and data[name]):
+            raise ValueError(f"words/updates.toml [{name}]: expected a table of named lists, got {data[name]!r}")
+    for name, forms in data["concepts"].items():
+        _words_of(forms, f"[concepts] {name}")
+    for name, members in data["contrasts"].items():
+        if not (isinstance(members, list) and len(members) >= 2):
+            raise ValueError(f"words/updates.toml [contrasts] {name}: expected two members or more, got {members!r}")
+        for member in members:
+            _words_of(member, f"[contrasts] {name}")
+    for key in _LAYOUT["kinds"]:
+        unknown = sorted(set(data["kinds"][key]) - set(data["concepts"]))
+        if unknown:
+            raise ValueError(f"words/updates.toml [kinds] {key}: not concepts: {unknown}")
+    same_person = data["same_person"]
+    if not (isinstance(same_person, dict) and same_person):
+        raise ValueError(f"words/updates.toml [same_person]: expected {_WORD_MAP}, got {same_person!r}")
+    _words_of([*same_person, *same_person.values()], "[same_person]")
+    return data
+
+
+@functools.cache
+def _words() -> _Words:
+    """The vocabulary of words/updates.toml, read and checked once; its patterns compiled."""
+    try:
+        data = tomllib.loads(_WORDS_FILE.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"words/updates.toml: {exc}") from exc
+    return _compiled(_checked(data))
+
+
+def _compiled(data: dict[str, Any]) -> _Words:
+    """The patterns and tables of the checked file. English phrases match whole words; Chinese ones anywhere."""
+    change, left = data["change"], data["left_behind"]
+    concepts: dict[str, list[str]] = data["concepts"]
+    contrasts: list[list[list[str]]] = list(data["contrasts"].values())
+    slot_verbs = frozenset(data["kinds"]["slot_verbs"])
+    # The tables by word: an English word by its stem, a Chinese one as written (a later entry wins).
+    concept_of = {(_stem(form) if form.isascii() else form): name for name, forms in concepts.items() for form in forms}
+    contrast_of = {(_stem(word) if word.isascii() else word): (family, member)
+                   for family, members in enumerate(contrasts) for member, words in enumerate(members)
+                   for word in words}
+    concept_zh = {form: name for name, forms in concepts.items() for form in forms
+                  if not form.isascii() and len(form) > 1 and name in slot_verbs}
+    stop_en = frozenset(data["stop"]["en"])
+
+    def en_zh(table: dict[str, list[str]]) -> re.Pattern[str]:
+        return re.compile(rf"\b(?:{_either(table['en'])})\b|{_either(table['zh'])}")
+
+    return _Words(
+        change_en=re.compile(rf"\b(?:{_either(change['en'])})\b"),
+        # ...and "从 X 起" (from X on)
+        change_zh=re.compile(rf"{_either(change['zh'])}|从.{{1,8}}起"),
+        new_value=re.compile(rf"\bnew (?:{_either(data['new_value']['en'])})\b"),
+        # "no longer X", "switched from X", "from X to Y" (not "from now on"), "the old X"; 不再 X,
+        # 从 X 迁到 Y, 把 X 换成 Y
+        left_behind=re.compile(
+            rf"\b(?:{_either(left['en'])}|(?:{_either(left['en_from_stems'])})\w* from"
+            rf"|from(?! now)(?=.{{1,40}}\bto\b))\b"
+            rf"|\b(?:{_either(left['en_owners'])}) (?:{_either(left['en_old'])})\b"
+            rf"|{_either(left['zh'])}|从(?=.{{1,12}}(?:{_either(left['zh_from_verbs'])}))"
+            rf"|把(?=.{{1,12}}(?:{_either(left['zh_ba_verbs'])}))"),
+        addition=en_zh(data["addition"]),
+        plan=en_zh(data["plan"]),
+        past_en=re.compile(rf"\b(?:{_either(data['past']['en'])})\b"),
+        # a statement opening with a verb in the past tense: regular (-ed) or one of the list
+        past_first=re.compile(rf"^(?:[a-z]+ed|{_either(data['past']['en_first'])})\b"),
+        # 了, 过 with more of the sentence after them
+        past_zh=re.compile(rf"[{re.escape(data['past']['zh_particles'])}](?=[{_CJK}\w])"),
+        state=re.compile(rf"\b(?:{_either(data['state']['en'])}|(?:{_either(data['state']['en_verbs'])})s?)\b"),
+        likes=en_zh(data["likes"]),
+        turned_off=en_zh(data["turned_off"]),
+        not_a_statement=re.compile(
+            rf"[?？]|^\*\*[^*\n]{{1,40}}?(?:[:：]\s*\*\*|\*\*\s*[:：])"
+            rf"|^(?:{_either(data['dialogue']['speakers'])})\s*[:：]"),
+        stop_stems=stop_en | {_stem(word) for word in stop_en},
+        stop_zh=frozenset(data["stop"]["zh"]),
+        generic=frozenset(data["generic"]["words"]),
+        same_person=dict(data["same_person"]),
+        cue_stems=frozenset(data["cue"]["en_stems"]),
+        cue_chars=frozenset(data["cue"]["zh_chars"]),
+        value_words=frozenset(data["value"]["en"]),
+        value_chars=frozenset(data["value"]["zh_chars"]),
+        concept_of=concept_of,
+        contrast_of=contrast_of,
+        families=len(contrasts),
+        words_zh=re.compile(_longest_first({word for word in [*concept_of, *contrast_of] if not word.isascii()})),
+        concept_zh=concept_zh,
+        fold_zh=re.compile(_longest_first(concept_zh)),
+        one_at_a_time=frozenset(data["kinds"]["one_at_a_time"]),
+        things=frozenset(data["kinds"]["things"]),
+        slot_verbs=slot_verbs,
+    )
 
 
 def _is_value(unit: str) -> bool:
     """A number, a day, a time or a duration (a Chinese pair: both characters such)."""
-    if _NUMBER.fullmatch(unit) or unit in _VALUE_WORDS or _stem(unit) in _VALUE_WORDS:
+    w = _words()
+    if _NUMBER.fullmatch(unit) or unit in w.value_words or _stem(unit) in w.value_words:
         return True
-    return len(unit) == 2 and all(ch in _VALUE_CHARS for ch in unit)
+    return len(unit) == 2 and all(ch in w.value_chars for ch in unit)
 
 
 def _is_slot_verb(unit: str) -> bool:
     """A verb naming the kind of fact ("prefers", 喜欢, "lives", "owns"): shared, it says nothing of the subject."""
-    return _CONCEPT_OF.get(unit, unit.lstrip("@")) in _SLOT_VERBS
+    w = _words()
+    return w.concept_of.get(unit, unit.lstrip("@")) in w.slot_verbs
 
 
 def _is_cjk(token: str) -> bool:
@@ -336,8 +419,9 @@ def _is_cjk(token: str) -> bool:
 
 def _is_content(token: str) -> bool:
     if _is_cjk(token):
-        return token not in _STOP_ZH
-    return token not in _STOP_STEMS and token not in _CUE_STEMS
+        return token not in _words().stop_zh
+    w = _words()
+    return token not in w.stop_stems and token not in w.cue_stems
 
 
 def _ordered_units(tokens: list[str], content: list[bool]) -> list[str]:
@@ -364,9 +448,9 @@ def changes(old_text: str, new_text: str) -> bool:
         return False  # nothing in common: the cheap answer for most pairs of a result
     if old.category and new.category and old.category != new.category:
         return False
-    if _ADDITION.search(new.text) or _other_subject(old, new) or _is_event(old):
+    if _words().addition.search(new.text) or _other_subject(old, new) or _is_event(old):
         return False  # an addition, another subject, or history (what happened stays true)
-    if _is_event(new) and bool(_PLAN.search(old.text)) != bool(_PLAN.search(new.text)):
+    if _is_event(new) and bool(_words().plan.search(old.text)) != bool(_words().plan.search(new.text)):
         return False  # a plan and what happened
     found = _changed_in_words(old, new) if new.cue else _one_value_replaced(old, new)
     return found and not opposed(old.text, new.text)  # an action and its reversal both happened
@@ -381,11 +465,13 @@ def _other_subject(old: _Read, new: _Read) -> bool:
 
 def _is_event(r: _Read) -> bool:
     """A statement of something that happened ("Deployed 2.4 on Monday", 三月五号开了复盘会)."""
-    return bool(_PAST_FIRST.match(r.text) or _PAST_EN.search(r.text) or _PAST_ZH.search(r.text))
+    w = _words()
+    return bool(w.past_first.match(r.text) or w.past_en.search(r.text) or w.past_zh.search(r.text))
 
 
 def _changed_in_words(old: _Read, new: _Read) -> bool:
     """The later says a change happened: about the earlier's subject, and leaving a value behind."""
+    w = _words()
     left = _left_behind(new) & (old.words | old.units)
     if left:
         return bool(new.words - old.words) or _turned_off(new)  # "no longer npm", 不再用蓝湖, "switched from"
@@ -398,11 +484,11 @@ def _changed_in_words(old: _Read, new: _Read) -> bool:
     same_person = old.person is not None and old.person == new.person
     if old.cjk != new.cjk:  # across languages: names and Latin words, or the same thing or slot
         # ...and the earlier's Latin words and numbers, its value when it has them, are not all said again
-        named = {t for t in old.tokens if t.isascii() and t.isalnum() and t not in _STOP_STEMS} - _GENERIC
+        named = {t for t in old.tokens if t.isascii() and t.isalnum() and t not in w.stop_stems} - w.generic
         if named and named <= set(new.tokens):
             return False  # "安卓端用 Kotlin 写" / "the user writes Kotlin now": the same value, not a new one
         return bool(old.latin & new.latin or len(concepts) >= 2
-                    or (same_person and concepts & (_ONE_AT_A_TIME | _THINGS)))
+                    or (same_person and concepts & (w.one_at_a_time | w.things)))
     # Specific words both hold (not the verb of the fact: "prefers" twice says nothing of the subject).
     shared = {u for u in old.units & new.units if not _is_slot_verb(u)}
     # Most of the earlier is said again (Chinese pairs are many, some across word boundaries: a quarter).
@@ -410,9 +496,9 @@ def _changed_in_words(old: _Read, new: _Read) -> bool:
         return True
     if shared and same_person and old.subject is not None and old.subject == new.subject and _same_head(old, new):
         return True  # one word in common, leading both: "Sprints" / "The sprint length"
-    if same_person and old.person in _GENERIC_SAME.values() and any(_is_cjk(u[:1]) and len(u) == 2 for u in shared):
+    if same_person and old.person in w.same_person.values() and any(_is_cjk(u[:1]) and len(u) == 2 for u in shared):
         return True  # 用户的私人教练 / 用户现在跟另一位教练: a pair of characters names a thing, not an action
-    return same_person and bool(concepts & _ONE_AT_A_TIME)
+    return same_person and bool(concepts & w.one_at_a_time)
 
 
 def _same_head(old: _Read, new: _Read) -> bool:
@@ -440,7 +526,7 @@ def _compound(r: _Read) -> tuple[str, ...]:
 def _left_behind(r: _Read) -> set[str]:
     """Words (Chinese: character pairs) within a few words after "no longer", "instead of", 不再, 从..."""
     out: set[str] = set()
-    for found in _LEFT_BEHIND.finditer(r.text):
+    for found in _words().left_behind.finditer(r.text):
         tail = r.text[found.end() : found.end() + 30]
         cjk = re.match(rf"\s*([{_CJK}]{{1,6}})", tail)
         if cjk:  # 不再用蓝湖: the characters that follow, as pairs
@@ -449,7 +535,7 @@ def _left_behind(r: _Read) -> set[str]:
         run: list[str] = []
         for word in _TOKEN.findall(tail):
             token = _stem(word) if word.isalpha() and word.isascii() else word
-            if _is_content(token) and token not in _GENERIC and not _is_cjk(token):
+            if _is_content(token) and token not in _words().generic and not _is_cjk(token):
                 run.append(token)
                 if len(run) == 3:
                     break
@@ -460,14 +546,14 @@ def _left_behind(r: _Read) -> set[str]:
 
 
 def _turned_off(r: _Read) -> bool:
-    return bool(re.search(r"\b(?:no longer|not any ?more|stopped|quit|gave up)\b|不再|不用了|没再|戒了|停了", r.text))
+    return bool(_words().turned_off.search(r.text))
 
 
 def _one_value_replaced(old: _Read, new: _Read) -> bool:
     """The same statement with one stretch of words replaced, not at its start, about a state."""
-    if old.cjk != new.cjk or _is_event(new) or _LIKES.search(old.text) or _LIKES.search(new.text):
+    if old.cjk != new.cjk or _is_event(new) or _words().likes.search(old.text) or _words().likes.search(new.text):
         return False  # across languages, an event, or a liking: one likes many things at once
-    if not old.cjk and not (_STATE.search(old.text) and _STATE.search(new.text)):
+    if not old.cjk and not (_words().state.search(old.text) and _words().state.search(new.text)):
         return False  # no statement of a state: "Read an article about X" / "... about Y" are two events
     matcher = difflib.SequenceMatcher(None, old.aligned, new.aligned, autojunk=False)
     changed = [op for op in matcher.get_opcodes()
