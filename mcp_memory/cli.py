@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from typing import Any, TypeAlias
 
 from mcp_memory import __version__
@@ -455,24 +456,57 @@ def _cmd_warm(settings: Settings, args: argparse.Namespace) -> int:
 
 
 # ----- plumbing ----------------------------------------------------------------------------
-class _ProgressBars:
-    """One tqdm bar per phase (files, embeddings), on stderr."""
+_PHASE_UNITS = {"files": "file", "line vectors": "line"}
 
-    def __init__(self, disable: bool):
+
+class _ProgressBars:
+    """The progress of each long phase of ``index`` (files, embeddings, line vectors), on stderr.
+
+    On a terminal, one tqdm bar per phase with its rate and time left; otherwise (a log, a pipe,
+    a CI job) one plain line when a phase starts and one when it ends, so a log is not flooded
+    with carriage returns and still says what ran and for how long."""
+
+    def __init__(self, disable: bool, terminal: bool | None = None):
         self._disable = disable
+        self._terminal = sys.stderr.isatty() if terminal is None else terminal
         self._bars: dict[str, Any] = {}
+        self._plain: dict[str, tuple[float, int, int]] = {}  # phase -> (started, done, total)
 
     def update(self, phase: str, done: int, total: int) -> None:
         if self._disable:
+            return
+        if not self._terminal:
+            self._plain_update(phase, done, total)
             return
         from tqdm import tqdm
 
         bar = self._bars.get(phase)
         if bar is None:
-            unit = {"files": "file", "line vectors": "line"}.get(phase, "chunk")
-            bar = self._bars[phase] = tqdm(total=total, desc=phase, unit=unit, file=sys.stderr, dynamic_ncols=True)
+            bar = self._bars[phase] = tqdm(total=total, desc=phase, unit=self._unit(phase), file=sys.stderr,
+                                           dynamic_ncols=True)
         bar.total = max(total, done)
         bar.update(done - bar.n)
+
+    def _plain_update(self, phase: str, done: int, total: int) -> None:
+        if phase not in self._plain:
+            if not total:
+                return  # a phase with nothing to do prints nothing
+            self._plain[phase] = (time.monotonic(), done, total)
+            print(f"{phase}: {total} to do", file=sys.stderr, flush=True)
+        started = self._plain[phase][0]
+        self._plain[phase] = (started, done, max(total, done))
+        if done >= total and total:
+            self._finish(phase)
+
+    def _finish(self, phase: str) -> None:
+        started, done, total = self._plain.pop(phase)
+        seconds = time.monotonic() - started
+        rate = f" ({done / seconds:.1f} {self._unit(phase)}s/s)" if seconds > 0 and done else ""
+        ended = "done in" if done >= total else "stopped after"
+        print(f"{phase}: {done} of {total} {ended} {seconds:.1f} s{rate}", file=sys.stderr, flush=True)
+
+    def _unit(self, phase: str) -> str:
+        return _PHASE_UNITS.get(phase, "chunk")
 
     def __enter__(self) -> _ProgressBars:
         return self
@@ -480,6 +514,8 @@ class _ProgressBars:
     def __exit__(self, *exc: object) -> None:
         for bar in self._bars.values():
             bar.close()
+        for phase in list(self._plain):  # a phase that stopped short (interrupted, or nothing to do)
+            self._finish(phase)
 
 
 def _searched(settings: Settings, args: argparse.Namespace) -> ScopeFilter:

@@ -219,3 +219,109 @@ def test_a_server_embeds_lines_in_the_background_and_stops_cleanly(settings: Set
         service.close()
     assert time.monotonic() - started < 10
     assert not any(t.name == "mcp-memory-line-vectors" and t.is_alive() for t in threading.enumerate())
+
+
+class _RecordingLineEmbedder:
+    """Stands for e5: a vector per word count and length, and the batches it was given."""
+
+    provider, model, batch_size = "recording", "lines", 32
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    @property
+    def dimensions(self) -> int:
+        return 8
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return np.stack([self._vector(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+    @staticmethod
+    def _vector(text: str) -> np.ndarray:
+        seed = sum(map(ord, text))
+        vector = np.random.default_rng(seed).standard_normal(8).astype(np.float32)
+        return vector / np.linalg.norm(vector)
+
+
+def test_lines_a_precise_search_read_without_vectors_are_embedded_first(settings: Settings) -> None:
+    newest = [f"- fresh note {i} about the garden and the weather" for i in range(40)]
+    oldest = ["- Maria baked a peach cobbler for the party", "- Maria renewed her passport at the consulate"]
+    texts = ["\n".join(newest), oldest[0], oldest[1]]  # newest file first, as the fill reads them
+    embedder = _RecordingLineEmbedder()
+    lines = LineVectors(lambda: EmbeddingCache(settings.index_dir / "lines.sqlite"),
+                        settings.index_dir / "line-vectors.lock", 40, lambda: embedder,  # type: ignore[arg-type,return-value]
+                        identity=("recording", "lines", 8))
+    # Before any fill, a search over the two old notes hears no line vectors, and asks for them.
+    assert lines.best_line_scores("What did Maria bake?", oldest) is None
+    assert lines.asked.is_set()
+    # The next fill embeds them first, though the limit (40 lines) covers only the newest file.
+    assert lines.fill(texts, should_stop=lambda: len(embedder.batches) >= 1) == 32
+    assert embedder.batches[0][:2] == oldest
+    assert not lines.asked.is_set()
+    assert lines.best_line_scores("What did Maria bake?", oldest) is not None
+    # Then the rest, within the limit; what was asked is not embedded twice.
+    assert lines.fill(texts) == 10
+    assert sorted(line for batch in embedder.batches for line in batch) == sorted(oldest + newest)
+
+
+def test_lines_asked_for_during_a_fill_jump_the_queue(settings: Settings) -> None:
+    newest = [f"- fresh note {i} about the garden and the weather" for i in range(100)]
+    oldest = ["- Maria baked a peach cobbler for the party", "- Maria renewed her passport at the consulate"]
+    embedder = _RecordingLineEmbedder()
+    lines = LineVectors(lambda: EmbeddingCache(settings.index_dir / "lines.sqlite"),
+                        settings.index_dir / "line-vectors.lock", 1000, lambda: embedder,  # type: ignore[arg-type,return-value]
+                        identity=("recording", "lines", 8))
+
+    def search_after_first_batch() -> bool:
+        if len(embedder.batches) == 1:
+            assert lines.best_line_scores("What did Maria bake?", oldest) is None
+        return False
+
+    assert lines.fill(["\n".join(newest), *oldest], should_stop=search_after_first_batch) == 102
+    assert embedder.batches[1][:2] == oldest  # right after the batch that was running
+
+
+def test_e5_is_loaded_only_when_lines_need_embedding_or_a_precise_search_reads_them(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    with _memory(settings, line_vectors=True):
+        pass  # every line embedded once
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
+        lines = _line_vectors(memory)
+        made: list[int] = []
+        make = lines._make_embedder
+        lines._make_embedder = lambda: made.append(1) or make()  # type: ignore[method-assign]
+        memory.sync()
+        memory.backfill()  # chunk vectors and line vectors all there: nothing to embed
+        memory.search("Which desserts has Maria baked?")
+        memory.status()
+        assert made == []
+        assert "peach cobbler" in memory.precise_search("Which desserts has Maria baked?").hits[0].snippet
+        assert made == [1]
+
+
+def test_a_server_embeds_the_lines_a_precise_search_read_without_waiting_for_a_sync(workspace: Path) -> None:
+    from mcp_memory.config import load_settings
+
+    settings = load_settings(workspace, overrides={"rerank.line_vector_limit": 4}, environ={})
+    _diary(settings.workspace, MARIA, "weather")
+    service = MemoryService(settings, memory_factory=lambda s: Memory(s, embedder=HashEmbedder(), line_vectors=True),
+                            start_delay=0, watch=False)
+    try:
+        memory = service.memory()
+        lines, texts = _line_vectors(memory), _diary_texts(memory)
+        deadline = time.monotonic() + 60
+        while (memory.status().line_vectors or {}).get("embedded") != 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert memory.status().line_vectors == {"lines": 4, "embedded": 4}  # the limit: the newest file's lines
+        assert lines.best_line_scores("Which desserts has Maria baked?", texts) is None  # too few, and asked for
+        deadline = time.monotonic() + 60
+        while lines.best_line_scores("Which desserts has Maria baked?", texts) is None:
+            assert time.monotonic() < deadline, "the server never embedded the lines the search asked for"
+            time.sleep(0.2)
+        assert "peach cobbler" in memory.precise_search("Which desserts has Maria baked?").hits[0].snippet
+    finally:
+        service.close()

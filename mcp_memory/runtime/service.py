@@ -151,8 +151,10 @@ class MemoryService:
     def _embed_lines(self, memory: Memory) -> None:
         """Line vectors after each backfill, in a thread of their own: the first time they take
         about 30 ms a line, and neither the file watcher nor a request waits for them."""
+        asked = memory.line_vectors.asked if memory.line_vectors is not None else threading.Event()
         while not self._stop.is_set():
-            if not self._lines_due.wait(1.0):
+            # Also when a precise search read candidates whose lines have no vector yet.
+            if not self._lines_due.wait(1.0) and not asked.is_set():
                 continue
             self._lines_due.clear()
             memory.fill_line_vectors(should_stop=self._stop.is_set)
