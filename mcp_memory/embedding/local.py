@@ -68,6 +68,9 @@ class E5Embedder(Embedder):
             return normalize(self._model.query(list(texts)))
 
 
+SMALL_BATCH = 4  # texts embedded by the single-threaded twin rather than the batched pass
+
+
 class USEEmbedder(Embedder):
     provider = "local"
     model = "use-multilingual-v3"
@@ -102,7 +105,13 @@ class USEEmbedder(Embedder):
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), np.float32)
-        self._loaded()
+        query_model = self._loaded()
+        if len(texts) <= SMALL_BATCH:
+            # A store's new line or its edited chunk: threads gain nothing on so little and, on a
+            # busy machine, cost hundreds of milliseconds waiting for a core (a store measured 0.76 s
+            # in its duplicate check's one line at load 8); the single-threaded twin does not wait.
+            with self._query_lock:
+                return normalize(query_model.encode(list(texts)))
         with self._lock:
             return normalize(self._encode_many(list(texts)))
 
