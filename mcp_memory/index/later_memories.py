@@ -86,15 +86,9 @@ def _vector_neighbours(searcher: HybridSearcher, ranking: Ranking, row: int) -> 
     vector = snap.vector(row)
     if vector is None:
         return []
-    candidates, sims = snap.similarities(vector)
-    if ranking.allowed is not None and len(candidates):
-        keep = ranking.allowed[candidates]
-        candidates, sims = candidates[keep], sims[keep]
-    n = min(updates.NEAR_PER_STATEMENT + 1, len(sims))  # +1: the row itself is its own closest
-    if n == 0:
-        return []
-    top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
-    top = top[np.argsort(-sims[top])]
+    # +1: the row itself is its own closest. nearest: exact below the compact size, cells above it.
+    candidates, sims = snap.nearest(vector, updates.NEAR_PER_STATEMENT + 1, ranking.allowed)
+    top = np.argsort(-sims)
     return [int(candidates[i]) for i in top if sims[i] >= updates.NEAR_COSINE]
 
 

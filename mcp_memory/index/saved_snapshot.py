@@ -67,7 +67,8 @@ def load(path: Path, wanted: SavedTag) -> pa.Table | None:
     """The rows saved at ``path`` if they were saved with tag ``wanted``; else None.
 
     The rows are read into memory (not mapped), so a newer file replacing this one later
-    never changes what a reader holds.
+    never changes what a reader holds. The schema metadata the rows were saved with stays,
+    less the tag.
     """
     try:
         with pa.OSFile(str(path), "rb") as source:
@@ -82,12 +83,14 @@ def load(path: Path, wanted: SavedTag) -> pa.Table | None:
     except (OSError, pa.ArrowInvalid) as exc:  # a torn or foreign file: the slow path reads the index
         log.info("the saved search snapshot could not be read (%s): reading the index", exc)
         return None
-    return table.replace_schema_metadata(None)
+    kept = {key: value for key, value in metadata.items() if key not in (_GENERATION_KEY, _FINGERPRINT_KEY)}
+    return table.replace_schema_metadata(kept or None)  # what the rows carry besides the tag (compact centroids)
 
 
 def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:
     """Write ``rows`` tagged ``tag`` atomically (a temporary file renamed over the old one)."""
-    metadata = {_GENERATION_KEY: tag.generation.encode(), _FINGERPRINT_KEY: tag.fingerprint.encode()}
+    metadata = {**(rows.schema.metadata or {}),
+                _GENERATION_KEY: tag.generation.encode(), _FINGERPRINT_KEY: tag.fingerprint.encode()}
     rows = rows.replace_schema_metadata(metadata)
     fd, temporary = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=path.parent)  # mode 0600
     try:

@@ -3,8 +3,8 @@
 The vectors and chunk metadata live in memory as a snapshot of the LanceDB table, refreshed
 whenever the index generation changes: only the rows of the files changed since (see
 ``SearchSnapshot.replace_paths``), or all of them when that is not known. Exact cosine search
-over a numpy matrix is faster than an ANN index at the sizes a memory reaches (and needs no
-minutes-long index build).
+over numpy matrices is fast enough up to a few hundred thousand chunks (and needs no
+minutes-long index build); past that, see "compact" below.
 
 The vectors are held as a list of read-only blocks of at most ``BLOCK_ROWS`` rows rather than
 one matrix: a snapshot made by ``replace_paths`` shares every block the change left alone with
@@ -12,12 +12,18 @@ the snapshot it was made from (which searches in other threads may still be read
 kept rows of a touched block as views of it, and adds only the new rows. So a refresh after an
 edit copies no old vectors and needs no memory for a second matrix. Now and then a few small
 blocks are joined, so their number stays bounded (see ``_joined``).
+
+From ``compact.COMPACT_FROM`` vectors on, a snapshot is compact (``index/compact.py``): its
+blocks hold int8 codes (with ``scales``, one per vector) instead of float32, each vector has a
+cell, and a search scores only the vectors of the cells closest to the query (``nearest``). A
+snapshot that grows past the size by refreshes becomes compact at that refresh.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
-from collections.abc import Callable, Collection, Sized
+from collections.abc import Callable, Collection, Iterator, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -26,6 +32,8 @@ import pyarrow as pa
 
 from mcp_memory.core.privacy import PrivacyRules
 from mcp_memory.core.scopes import ScopeFilter
+from mcp_memory.index import compact
+from mcp_memory.index.row_index import RowIndex
 
 if TYPE_CHECKING:
     from mcp_memory.core.chunking import Chunk
@@ -42,6 +50,9 @@ BLOCK_ROWS = 4096
 # Vector blocks a snapshot may hold before small neighbours are joined (more with over
 # MAX_BLOCKS * BLOCK_ROWS / 2 vectors, so that a join copies at most BLOCK_ROWS: see _joined).
 MAX_BLOCKS = 64
+# The columns and schema metadata a compact snapshot is saved with (``to_arrow``, ``from_arrow``).
+CODES_COLUMN, SCALE_COLUMN, CELL_COLUMN = "vector_codes", "vector_scale", "vector_cell"
+CENTROIDS_KEY, CENTROID_SHAPE_KEY = b"mcp_memory.centroids", b"mcp_memory.centroid_shape"
 
 
 @dataclass
@@ -54,13 +65,28 @@ class SearchSnapshot:
     end_lines: np.ndarray
     dates: list[dt.date | None]
     texts: pa.ChunkedArray[pa.StringScalar]
-    row_of: dict[str, int]
-    blocks: tuple[np.ndarray, ...]  # read-only (k, d) float32 matrices, one after another the vectors of vector_rows
+    row_of: RowIndex  # row by chunk id
+    # read-only (k, d) matrices, one after another the vectors of vector_rows: float32, or int8 codes when compact
+    blocks: tuple[np.ndarray, ...]
     vector_rows: np.ndarray  # row numbers that have a vector, ascending
     has_vector: np.ndarray  # per row: True when the row has a vector
     terms: dict[int, frozenset[str]] = field(default_factory=dict)  # analysed terms by row, filled lazily
     hidden: dict[PrivacyRules, np.ndarray] = field(default_factory=dict)  # rows of private files, by rules
     scoped: dict[ScopeFilter, np.ndarray | None] = field(default_factory=dict)  # rows each scope filter covers
+    # Compact snapshots only: per block, each code row's scale; per vector, its cell; the cells' centroids.
+    scales: tuple[np.ndarray, ...] = ()
+    cells: np.ndarray | None = None
+    centroids: np.ndarray | None = None
+    # Per row a number for its path, and the numbers by path: which rows an edit replaces, found in numpy.
+    path_codes: np.ndarray | None = field(default=None, repr=False)
+    path_code_of: dict[str, int] = field(default_factory=dict, repr=False)
+    _cell_sizes: np.ndarray | None = field(default=None, repr=False)
+    _block_ends: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def compact(self) -> bool:
+        """Whether the vectors are held as int8 codes in cells (``index/compact.py``)."""
+        return self.centroids is not None
 
     def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
         """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
@@ -90,6 +116,15 @@ class SearchSnapshot:
         """
         if not self.blocks or query.shape != (self.blocks[0].shape[1],):
             return self.vector_rows[:0], np.zeros(0, np.float32)
+        if self.compact:
+            query = query.astype(np.float32, copy=False)
+            sims = np.empty(len(self.vector_rows), np.float32)
+            at = 0
+            for block, scale in zip(self.blocks, self.scales, strict=True):
+                np.einsum("ij,j->i", block.astype(np.float32), query, out=sims[at : at + len(block)])
+                sims[at : at + len(block)] *= scale
+                at += len(block)
+            return self.vector_rows, sims
         sims = np.empty(len(self.vector_rows), np.result_type(self.blocks[0], query))
         at = 0
         for block in self.blocks:
@@ -97,23 +132,98 @@ class SearchSnapshot:
             at += len(block)
         return self.vector_rows, sims
 
+    def nearest(self, query: np.ndarray, pool: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``pool`` rows (of those ``allowed`` marks; None: all) whose vectors are closest to ``query``,
+        and their dot products, in no particular order.
+
+        Exact below the compact size: every vector is scored. A compact snapshot scores the
+        vectors of the cells closest to the query (more cells while a filter leaves fewer than
+        ``pool`` of them; every allowed vector when a filter leaves few), from their codes.
+        """
+        if not self.compact:
+            rows, sims = self.similarities(query)
+            if allowed is not None:
+                keep = allowed[rows]
+                sims, rows = sims[keep], rows[keep]
+            return _top(rows, sims, pool)
+        if query.shape != (self.blocks[0].shape[1],):
+            return self.vector_rows[:0], np.zeros(0, np.float32)
+        query = query.astype(np.float32, copy=False)
+        assert self.cells is not None and self.centroids is not None
+        allowed_vectors = None if allowed is None else allowed[self.vector_rows]
+        target = compact.candidate_target(len(self.vector_rows))
+        if allowed_vectors is not None and int(allowed_vectors.sum()) <= target:
+            positions = np.flatnonzero(allowed_vectors)  # a narrow filter: score every vector it leaves
+        else:
+            centroid_scores = np.einsum("ij,j->i", self.centroids, query)
+            sizes = self.cell_sizes()
+            while True:
+                chosen = np.zeros(len(self.centroids), bool)
+                chosen[compact.probed_cells(centroid_scores, sizes, target)] = True
+                mask = chosen[self.cells]
+                if allowed_vectors is not None:
+                    mask &= allowed_vectors
+                if int(mask.sum()) >= pool or chosen.all():
+                    break
+                target *= 4  # a filter left too few in the closest cells: look further
+            positions = np.flatnonzero(mask)
+        return _top(self.vector_rows[positions], self._scores_at(positions, query), pool)
+
+    def cell_sizes(self) -> np.ndarray:
+        """How many vectors each cell holds (computed once per snapshot)."""
+        assert self.cells is not None and self.centroids is not None
+        if self._cell_sizes is None:
+            self._cell_sizes = np.bincount(self.cells, minlength=len(self.centroids))
+        return self._cell_sizes
+
+    def _scores_at(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The dot products with ``query`` of the vectors at ``positions`` (ascending), from their codes."""
+        if self._block_ends is None:
+            self._block_ends = np.cumsum([len(block) for block in self.blocks])
+        ends = self._block_ends
+        cuts = np.searchsorted(positions, ends)  # where each block's positions end
+        sims = np.empty(len(positions), np.float32)
+        lo = 0
+        for index, hi in enumerate(cuts):
+            if hi > lo:
+                local = positions[lo:hi] - (ends[index] - len(self.blocks[index]))
+                np.einsum("ij,j->i", self.blocks[index][local].astype(np.float32), query, out=sims[lo:hi])
+                sims[lo:hi] *= self.scales[index][local]
+            lo = int(hi)
+        return sims
+
     def vector(self, row: int) -> np.ndarray | None:
-        """The vector of ``row`` as stored (None when it has none): a query that finds its neighbours."""
+        """The vector of ``row`` as stored, float32 (read back from its codes when compact; None when it
+        has none): a query that finds its neighbours."""
         if not self.has_vector[row]:
             return None
         at = int(np.searchsorted(self.vector_rows, row))
-        for block in self.blocks:
+        for index, block in enumerate(self.blocks):
             if at < len(block):
                 found: np.ndarray = block[at]
+                if self.compact:
+                    found = compact.decoded(block[at : at + 1], self.scales[index][at : at + 1])[0]
                 return found
             at -= len(block)
         return None
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
+        """The snapshot of ``table``: LanceDB's rows (float32 ``vector``), or a saved snapshot's
+        (``to_arrow``: float32, or the codes, cells and centroids of a compact one).
+
+        Raises ValueError when compact columns do not fit together (a damaged file).
+        """
         # cast: id and path are non-nullable string columns (chunk_schema), so no None
         ids = cast("list[str]", table.column("id").to_pylist())
-        has_vector, blocks = _arrow_vectors(table)
+        path_codes, path_code_of = _path_codes(table.column("path"))
+        if CODES_COLUMN in table.column_names:
+            has_vector, vectors = _saved_codes(table)
+        else:
+            has_vector, blocks, scales = _arrow_vectors(table)
+            vectors = _Vectors(blocks, scales)
+            if scales:
+                vectors = _with_cells(vectors)
         return cls(
             ids=ids,
             paths=cast("list[str]", table.column("path").to_pylist()),
@@ -121,11 +231,49 @@ class SearchSnapshot:
             end_lines=table.column("end_line").to_numpy(),
             dates=table.column("date").to_pylist(),
             texts=table.column("text"),
-            row_of={cid: i for i, cid in enumerate(ids)},
-            blocks=blocks,
+            row_of=RowIndex.of(ids),
+            blocks=vectors.blocks,
             vector_rows=np.flatnonzero(has_vector),
             has_vector=has_vector,
+            scales=vectors.scales,
+            cells=vectors.cells,
+            centroids=vectors.centroids,
+            path_codes=path_codes,
+            path_code_of=path_code_of,
         )
+
+    @classmethod
+    def from_batches(cls, schema: pa.Schema, vectors: int, batches: Iterator[pa.RecordBatch],
+                     ) -> tuple[SearchSnapshot, pa.Table | None]:
+        """The snapshot of a table of ``schema`` read in batches (``vectors`` of its rows with a vector),
+        and the table when it was read whole (below the compact size; None above it).
+
+        From ``compact.COMPACT_FROM`` vectors the float32 vectors of each batch are coded as it
+        comes, so the whole column is never held in float32 (2 GB at a million chunks).
+        """
+        if vectors < compact.COMPACT_FROM:
+            read = list(batches)
+            table = pa.Table.from_batches(read) if read else schema.empty_table()
+            return cls.from_arrow(table), table
+        rest: list[pa.RecordBatch] = []
+        has_vector: list[np.ndarray] = []
+        coder = _Coder(quantise=True)
+        for batch in batches:
+            column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
+            has_vector.append(np.asarray(column.is_valid(), bool))
+            coder.add(column.flatten().to_numpy(zero_copy_only=False).reshape(-1, column.type.list_size))
+            rest.append(batch.drop_columns(["vector"]))
+        blocks, scales = coder.finish()
+        table = pa.Table.from_batches(rest)
+        snapshot = cls.from_arrow(table)  # no vector column: the vectors are set below
+        mask = np.concatenate(has_vector) if has_vector else np.zeros(0, bool)
+        if len(mask) != len(snapshot):
+            raise ValueError("the rows and their vectors do not add up")
+        coded = _with_cells(_Vectors(blocks, scales)) if blocks else _Vectors(())
+        snapshot.blocks, snapshot.scales = coded.blocks, coded.scales
+        snapshot.cells, snapshot.centroids = coded.cells, coded.centroids
+        snapshot.has_vector, snapshot.vector_rows = mask, np.flatnonzero(mask)
+        return snapshot, None
 
     def replace_paths(self, paths: Collection[str], rows: pa.Table) -> SearchSnapshot:
         """A new snapshot: this one without its rows of ``paths``, plus ``rows`` (their rows now).
@@ -142,7 +290,7 @@ class SearchSnapshot:
         new_paths = cast("list[str]", rows.column("path").to_pylist())
         if not gone.issuperset(new_paths):
             raise ValueError("replace_paths: rows of paths that are not being replaced")
-        keep = np.fromiter((p not in gone for p in self.paths), bool, len(self.paths))
+        keep, path_codes, path_code_of = self._kept_rows(gone, new_paths)
         runs = _runs(keep)
 
         ids: list[str] = []
@@ -164,9 +312,9 @@ class SearchSnapshot:
         text_limit = max(MAX_TEXT_PIECES, 2 * -(-len(ids) // TEXT_PIECE_ROWS))
         text_column = pa.chunked_array(_joined(texts, text_limit, pa.concat_arrays), self.texts.type)
 
-        new_has_vector, new_blocks = _arrow_vectors(rows)
+        new_has_vector, new_blocks, _ = _arrow_vectors(rows, quantise=False)
         has_vector = np.concatenate([self.has_vector[keep], new_has_vector])
-        blocks = self._blocks_after(keep, new_blocks)
+        vectors = self._vectors_after(keep, new_blocks)
 
         terms, hidden = self._caches_after(keep, new_paths)
         return SearchSnapshot(
@@ -176,13 +324,30 @@ class SearchSnapshot:
             end_lines=np.concatenate([self.end_lines[keep], rows.column("end_line").to_numpy()]),
             dates=dates,
             texts=text_column,
-            row_of=self._row_of_after(keep, ids),
-            blocks=blocks,
+            row_of=self.row_of.after(keep, ids, int(keep.sum())),
+            blocks=vectors.blocks,
             vector_rows=np.flatnonzero(has_vector),
             has_vector=has_vector,
             terms=terms,
             hidden=hidden,
+            scales=vectors.scales,
+            cells=vectors.cells,
+            centroids=vectors.centroids,
+            path_codes=path_codes,
+            path_code_of=path_code_of,
         )
+
+    def _kept_rows(self, gone: set[str], new_paths: list[str]) -> tuple[np.ndarray, np.ndarray | None, dict[str, int]]:
+        """Per row whether it stays (its path is not in ``gone``); the path numbers of the rows after."""
+        if self.path_codes is None:
+            return np.fromiter((p not in gone for p in self.paths), bool, len(self.paths)), None, {}
+        code_of = self.path_code_of
+        keep = ~np.isin(self.path_codes, [code_of[p] for p in gone if p in code_of])
+        unseen = [p for p in dict.fromkeys(new_paths) if p not in code_of]
+        if unseen:  # a new dict: this snapshot's is left as it is
+            code_of = {**code_of, **{p: len(code_of) + i for i, p in enumerate(unseen)}}
+        new_codes = np.array([code_of[p] for p in new_paths], np.int32)
+        return keep, np.concatenate([self.path_codes[keep], new_codes]), code_of
 
     def _caches_after(self, keep: np.ndarray,
                       new_paths: list[str]) -> tuple[dict[int, frozenset[str]], dict[PrivacyRules, np.ndarray]]:
@@ -195,28 +360,57 @@ class SearchSnapshot:
             hidden[rules] = np.concatenate([mask[keep], np.array([private[p] for p in new_paths], bool)])
         return terms, hidden
 
-    def _blocks_after(self, keep: np.ndarray, new_blocks: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-        """The vector blocks ``replace_paths`` makes: this one's kept rows in order, then ``new_blocks``.
+    def _vectors_after(self, keep: np.ndarray, new_blocks: tuple[np.ndarray, ...]) -> _Vectors:
+        """The vectors ``replace_paths`` makes: this one's kept vectors in order, then ``new_blocks`` (float32).
 
-        A block with every row kept is this snapshot's own; a block that lost rows becomes
-        views of its stretches of kept rows. Neither copies a vector.
+        A compact snapshot's new vectors are coded and put in its cells; an exact one that
+        reaches the compact size becomes compact (once: a few seconds at that size).
         """
         if new_blocks and self.blocks and new_blocks[0].shape[1] != self.blocks[0].shape[1]:
             raise ValueError("replace_paths: the new rows' vectors have another size")
         kept = keep[self.vector_rows]  # per vector, in block order
+        if not self.compact:
+            blocks, _ = self._blocks_after(kept, new_blocks, ())
+            if sum(len(block) for block in blocks) >= compact.COMPACT_FROM:
+                return _with_cells(_Vectors(*_coded(blocks)))
+            return _Vectors(blocks)
+        assert self.cells is not None and self.centroids is not None
+        coded_blocks, coded_scales = _coded(new_blocks)
+        blocks, scales = self._blocks_after(kept, coded_blocks, coded_scales)
+        new_cells = [compact.nearest_cells(self.centroids, block) for block in new_blocks]
+        return _Vectors(blocks, scales, np.concatenate([self.cells[kept], *new_cells]), self.centroids)
+
+    def _blocks_after(self, kept: np.ndarray, new_blocks: tuple[np.ndarray, ...],
+                      new_scales: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """This snapshot's blocks without the vectors ``kept`` does not mark, then ``new_blocks``;
+        and their scales alike when compact.
+
+        A block with every row kept is this snapshot's own; a block that lost rows becomes
+        views of its stretches of kept rows. Neither copies a vector.
+        """
         pieces: list[np.ndarray] = []
+        scale_pieces: list[np.ndarray] = []
+        scales = self.scales or (None,) * len(self.blocks)
         at = 0
-        for block in self.blocks:
+        for block, scale in zip(self.blocks, scales, strict=True):
             mask = kept[at : at + len(block)]
             at += len(block)
             if mask.all():
                 pieces.append(block)
+                if scale is not None:
+                    scale_pieces.append(scale)
             else:
-                pieces.extend(block[start:end] for start, end in _runs(mask))  # views of a read-only block
+                for start, end in _runs(mask):
+                    pieces.append(block[start:end])  # views of a read-only block
+                    if scale is not None:
+                        scale_pieces.append(scale[start:end])
         pieces.extend(new_blocks)
-        # Every block costs a call per search: past the limit, small neighbours are joined.
+        scale_pieces.extend(new_scales)
+        # Every block costs a call per search: past the limit, small neighbours are joined (the
+        # scales by the same sizes, so the same neighbours).
         limit = max(MAX_BLOCKS, 2 * -(-sum(len(piece) for piece in pieces) // BLOCK_ROWS))
-        return tuple(_joined(pieces, limit, _stacked))
+        joined_scales = tuple(_joined(scale_pieces, limit, _stacked)) if self.compact else ()
+        return tuple(_joined(pieces, limit, _stacked)), joined_scales
 
     @classmethod
     def from_chunks(cls, chunks: list[Chunk]) -> SearchSnapshot:
@@ -233,31 +427,17 @@ class SearchSnapshot:
     @classmethod
     def empty(cls) -> SearchSnapshot:
         return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
-                   {}, (), np.zeros(0, np.int64), np.zeros(0, bool))
-
-    def _row_of_after(self, keep: np.ndarray, ids: list[str]) -> dict[str, int]:
-        """``row_of`` for the rows ``ids`` that ``replace_paths`` makes of the rows ``keep`` marks.
-
-        Rows before the first one removed keep their numbers. When that is most of them (an
-        edited file whose rows were appended by an earlier refresh, as a daily file written
-        again and again), patching a copy is several times faster than building anew.
-        """
-        dropped = np.flatnonzero(~keep)
-        first = int(dropped[0]) if len(dropped) else len(keep)
-        if first >= len(keep) // 2 and len(self.row_of) == len(self.ids):
-            row_of = self.row_of.copy()
-            for cid in self.ids[first:]:
-                del row_of[cid]
-            row_of.update(zip(ids[first:], range(first, len(ids)), strict=True))
-            if len(row_of) == len(ids):
-                return row_of
-        return dict(zip(ids, range(len(ids)), strict=True))  # a repeated id: the last row wins
+                   RowIndex.of([]), (), np.zeros(0, np.int64), np.zeros(0, bool))
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def to_arrow(self, schema: pa.Schema) -> pa.Table:
-        """The rows again as a table of ``schema`` (the columns ``from_arrow`` reads), to be saved."""
+        """The rows again as a table of ``schema`` (the columns ``from_arrow`` reads), to be saved.
+
+        A compact snapshot saves its codes, scales and cells instead of ``schema``'s float32
+        vector column, and its centroids in the schema metadata.
+        """
         columns: dict[str, Any] = {
             "id": self.ids,
             "path": self.paths,
@@ -266,46 +446,185 @@ class SearchSnapshot:
             "date": pa.array(self.dates, pa.date32()),
             "text": self.texts.combine_chunks() if self.texts.num_chunks else pa.array([], pa.string()),
         }
-        if "vector" in schema.names:
-            dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size
+        if "vector" not in schema.names:
+            return pa.Table.from_pydict(columns, schema=schema)
+        dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size
+        missing = pa.array(~self.has_vector)
+        if not self.compact:
             flat = np.zeros((len(self.ids), dims), np.float32)
             if self.blocks:
                 flat[self.vector_rows] = np.concatenate(self.blocks)
-            columns["vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(flat.ravel()), dims, mask=pa.array(~self.has_vector))
-        return pa.Table.from_pydict(columns, schema=schema)
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), dims, mask=missing)
+            return pa.Table.from_pydict(columns, schema=schema)
+        assert self.cells is not None and self.centroids is not None
+        codes = np.zeros((len(self.ids), dims), np.int8)
+        codes[self.vector_rows] = np.concatenate(self.blocks)
+        per_row_scale = np.zeros(len(self.ids), np.float32)
+        per_row_scale[self.vector_rows] = np.concatenate(self.scales)
+        per_row_cell = np.zeros(len(self.ids), np.int16)
+        per_row_cell[self.vector_rows] = self.cells
+        fields = [schema.field(name) for name in columns]
+        fields += [pa.field(CODES_COLUMN, pa.list_(pa.int8(), dims)), pa.field(SCALE_COLUMN, pa.float32()),
+                   pa.field(CELL_COLUMN, pa.int16())]
+        columns[CODES_COLUMN] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), dims, mask=missing)
+        columns[SCALE_COLUMN] = per_row_scale
+        columns[CELL_COLUMN] = per_row_cell
+        metadata: dict[bytes | str, bytes | str] = {
+            CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(self.centroids).tobytes()),
+            CENTROID_SHAPE_KEY: f"{self.centroids.shape[0]},{self.centroids.shape[1]}".encode()}
+        return pa.Table.from_pydict(columns, schema=pa.schema(fields, metadata=metadata))
 
 
-def _arrow_vectors(table: pa.Table) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """Per row whether it has a vector, and the vectors of those that have one, in blocks.
+@dataclass(frozen=True)
+class _Vectors:
+    """A snapshot's vector fields: blocks, and when compact, their scales, the cells and centroids."""
+
+    blocks: tuple[np.ndarray, ...]
+    scales: tuple[np.ndarray, ...] = ()
+    cells: np.ndarray | None = None
+    centroids: np.ndarray | None = None
+
+
+def _path_codes(column: pa.ChunkedArray[Any]) -> tuple[np.ndarray, dict[str, int]]:
+    """Per row a number for its path (from the path column), and the numbers by path."""
+    encoded = column.combine_chunks().dictionary_encode() if len(column) else None
+    if encoded is None:
+        return np.zeros(0, np.int32), {}
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    # cast: path is a non-nullable string column (chunk_schema), so no None
+    paths = cast("list[str]", encoded.dictionary.to_pylist())
+    return codes, {path: i for i, path in enumerate(paths)}
+
+
+def _top(rows: np.ndarray, sims: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``pool`` rows with the highest ``sims`` (all when there are no more), in no order."""
+    if pool < len(sims):
+        top = np.argpartition(-sims, pool - 1)[:pool]
+        return rows[top], sims[top]
+    return rows, sims
+
+
+def _coded(blocks: tuple[np.ndarray, ...] | list[np.ndarray]) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Read-only int8 codes and scales of float32 ``blocks``."""
+    codes, scales = [], []
+    for block in blocks:
+        code, scale = compact.quantised(block)
+        code.flags.writeable = scale.flags.writeable = False
+        codes.append(code)
+        scales.append(scale)
+    return tuple(codes), tuple(scales)
+
+
+def _with_cells(vectors: _Vectors) -> _Vectors:
+    """``vectors`` (coded) with centroids learned from a sample of them and each vector's cell."""
+    count = sum(len(block) for block in vectors.blocks)
+    cells = compact.cell_count(count)
+    rng = np.random.default_rng(count)
+    picked = np.sort(rng.choice(count, min(count, cells * 40), replace=False))
+    starts = np.cumsum([0, *(len(block) for block in vectors.blocks)])
+    which = np.searchsorted(starts, picked, side="right") - 1
+    parts = []
+    for b in np.unique(which):
+        local = picked[which == b] - starts[b]
+        parts.append(compact.decoded(vectors.blocks[b][local], vectors.scales[b][local]))
+    sample = np.concatenate(parts)
+    centroids = compact.learn_centroids(sample, cells)
+    assigned = np.concatenate([compact.nearest_cells(centroids, compact.decoded(block, scale))
+                               for block, scale in zip(vectors.blocks, vectors.scales, strict=True)])
+    return _Vectors(vectors.blocks, vectors.scales, assigned, centroids)
+
+
+def _saved_codes(table: pa.Table) -> tuple[np.ndarray, _Vectors]:
+    """Per row whether it has a vector, and the compact vectors of a saved compact snapshot."""
+    metadata = table.schema.metadata or {}
+    try:
+        shape = tuple(int(n) for n in metadata[CENTROID_SHAPE_KEY].split(b","))
+        centroids = np.frombuffer(base64.b64decode(metadata[CENTROIDS_KEY]), np.float32).reshape(shape).copy()
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"the saved snapshot's centroids cannot be read: {exc}") from exc
+    # cast: the codes column is a fixed-size list of int8 (to_arrow)
+    column = cast("pa.FixedSizeListArray[Any, int]", table.column(CODES_COLUMN).combine_chunks())
+    dims = column.type.list_size
+    if dims != shape[1]:
+        raise ValueError(f"the saved snapshot's codes have {dims} dimensions, its centroids {shape[1]}")
+    has_vector = np.asarray(column.is_valid(), bool) if table.num_rows else np.zeros(0, bool)
+    codes = column.flatten().to_numpy(zero_copy_only=False).astype(np.int8, copy=False).reshape(-1, dims)
+    scales = table.column(SCALE_COLUMN).to_numpy().astype(np.float32)[has_vector]
+    cells = table.column(CELL_COLUMN).to_numpy().astype(np.int16)[has_vector]
+    if len(codes) != len(scales) or (len(cells) and (cells.min() < 0 or cells.max() >= shape[0])):
+        raise ValueError("the saved snapshot's codes, scales and cells do not fit together")
+    codes.flags.writeable = scales.flags.writeable = False
+    centroids.flags.writeable = False
+    blocks = tuple(codes[start : start + BLOCK_ROWS] for start in range(0, len(codes), BLOCK_ROWS))
+    block_scales = tuple(scales[start : start + BLOCK_ROWS] for start in range(0, len(scales), BLOCK_ROWS))
+    return has_vector, _Vectors(blocks, block_scales, cells, centroids)
+
+
+def _arrow_vectors(table: pa.Table, quantise: bool | None = None,
+                   ) -> tuple[np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Per row whether it has a vector; the vectors of those that have one, in blocks; their scales.
 
     Every block but the last holds ``BLOCK_ROWS`` vectors; each is read-only, so that snapshots
-    can share it.
+    can share it. With ``quantise`` (by default: from ``compact.COMPACT_FROM`` vectors) each
+    block is coded as soon as it is filled, so a large table never needs its vectors twice in
+    float32; the scales are empty otherwise.
     """
     has_vector = np.zeros(table.num_rows, bool)
     if "vector" not in table.column_names or table.num_rows == 0:
-        return has_vector, ()
+        return has_vector, (), ()
     # cast: the vector column is a fixed-size list of float32 (chunk_schema)
     column = cast("pa.ChunkedArray[pa.FixedSizeListScalar[Any, int]]", table.column("vector"))
     has_vector = np.concatenate([np.asarray(chunk.is_valid()) for chunk in column.chunks])
-    count = int(has_vector.sum())
+    if quantise is None:
+        quantise = int(has_vector.sum()) >= compact.COMPACT_FROM
+    coder = _Coder(quantise)
     dims = column.type.list_size
-    blocks = [np.empty((min(BLOCK_ROWS, count - start), dims), np.float32) for start in range(0, count, BLOCK_ROWS)]
     # Chunk by chunk straight into the blocks: no whole-column copy on the way.
-    at = 0
     for chunk in column.chunks:
         flat = cast("pa.FixedSizeListArray[Any, int]", chunk).flatten()  # the non-null rows' values
-        values = flat.to_numpy(zero_copy_only=False).reshape(-1, dims)
+        coder.add(flat.to_numpy(zero_copy_only=False).reshape(-1, dims))
+    blocks, scales = coder.finish()
+    return has_vector, blocks, scales
+
+
+class _Coder:
+    """Vectors gathered into read-only blocks of ``BLOCK_ROWS``, each coded once full when ``quantise``."""
+
+    def __init__(self, quantise: bool):
+        self.quantise = quantise
+        self.blocks: list[np.ndarray] = []
+        self.scales: list[np.ndarray] = []
+        self.current: np.ndarray | None = None  # the block being filled, float32
+        self.at = 0  # rows of it filled
+
+    def add(self, values: np.ndarray) -> None:
         done = 0
         while done < len(values):
-            index, offset = divmod(at, BLOCK_ROWS)
-            n = min(len(values) - done, BLOCK_ROWS - offset)
-            blocks[index][offset : offset + n] = values[done : done + n]
+            if self.current is None:
+                self.current, self.at = np.empty((BLOCK_ROWS, values.shape[1]), np.float32), 0
+            n = min(len(values) - done, BLOCK_ROWS - self.at)
+            self.current[self.at : self.at + n] = values[done : done + n]
             done += n
-            at += n
-    for block in blocks:
+            self.at += n
+            if self.at == BLOCK_ROWS:
+                self._close()
+
+    def finish(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        if self.current is not None and self.at:
+            self.current = self.current[: self.at].copy()  # the last block, no longer than its rows
+            self._close()
+        return tuple(self.blocks), tuple(self.scales)
+
+    def _close(self) -> None:
+        assert self.current is not None
+        block = self.current
+        if self.quantise:
+            block, scale = compact.quantised(block)
+            scale.flags.writeable = False
+            self.scales.append(scale)
         block.flags.writeable = False
-    return has_vector, tuple(blocks)
+        self.blocks.append(block)
+        self.current = None
 
 
 def _joined(pieces: list[PieceT], limit: int, join: Callable[[list[PieceT]], PieceT]) -> list[PieceT]:
