@@ -131,14 +131,30 @@ class _Read:
 
 
 @functools.lru_cache(maxsize=8192)
-def _read(text: str) -> _Read:
-    w = _words()
+def _body(text: str) -> tuple[str, str | None]:
+    """A memory's words as the rules read them (folded, without marker, category, date or marks), and its category."""
     body = HTML_COMMENT.sub(" ", text)
     body = " ".join(LIST_MARKER.sub("", line).strip() for line in body.split("\n"))
     body = unicodedata.normalize("NFKC", body).strip()
     category = _CATEGORY.match(body)
     body = _STATED.sub("", _CATEGORY.sub("", body)).strip().casefold().replace("’", "'")
-    body = _THOUSANDS.sub("", body)
+    return _THOUSANDS.sub("", body), category.group(1).lower() if category else None
+
+
+def _shaped_as_statement(body: str) -> bool:
+    """Not a question, a line of dialogue or several sentences: the part of being a statement that
+    needs no reading of the words, so the lines of a conversation are turned away cheaply."""
+    return not _words().not_a_statement.search(body) and len(_SENTENCE_END.findall(body.rstrip(".!?。！？ "))) < 2
+
+
+def _may_be_statement(text: str) -> bool:
+    return _shaped_as_statement(_body(text)[0])
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(text: str) -> _Read:
+    w = _words()
+    body, category = _body(text)
     # Chinese verbs of one kind of fact become one token (喜欢 and 偏好 align as one word).
     folded = w.fold_zh.sub(lambda m: f" @{w.concept_zh[m.group(0)]} ", body)
     cue_spans = [m.span() for m in w.change_zh.finditer(folded)]
@@ -171,7 +187,7 @@ def _read(text: str) -> _Read:
         members[family].add(member)
     contrasts = tuple(frozenset(m) for m in members)
     return _Read(
-        text=body, category=category.group(1).lower() if category else None, tokens=tuple(tokens),
+        text=body, category=category, tokens=tuple(tokens),
         content=tuple(content), aligned=tuple(f"@{w.concept_of[t]}" if t in w.concept_of and _is_slot_verb(t) else t
                                                for t in tokens),
         words=words, units=frozenset(u for u in ordered if u not in w.generic and not _is_value(u)),
@@ -182,8 +198,7 @@ def _read(text: str) -> _Read:
                      None),
         cue=bool(w.change_en.search(body) or cue_spans or w.new_value.search(body)),
         cjk=len(_CJK_CHAR.findall(body)) > 2 * len(re.findall(r"[a-z]+", body)),
-        statement=bool(words) and len(tokens) <= MAX_TOKENS and not w.not_a_statement.search(body)
-        and len(_SENTENCE_END.findall(body.rstrip(".!?。！？ "))) < 2)
+        statement=bool(words) and len(tokens) <= MAX_TOKENS and _shaped_as_statement(body))
 
 
 _NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
@@ -441,6 +456,8 @@ def _ordered_units(tokens: list[str], content: list[bool]) -> list[str]:
 # ----- comparing two memories -----------------------------------------------------------------
 def changes(old_text: str, new_text: str) -> bool:
     """Whether ``new_text`` gives a new value to what ``old_text`` stated (their order in time is the caller's)."""
+    if not (_may_be_statement(old_text) and _may_be_statement(new_text)):
+        return False
     old, new = _read(old_text), _read(new_text)
     if not (old.statement and new.statement) or old.text == new.text:
         return False
@@ -611,13 +628,14 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
     """
     shown = min(keep, len(hits), SEARCH_WINDOW)  # the hits whose memories may give way
     read = [statement(h) if h.id else None for h in hits[:shown]]
-    if not any(r is not None and _read(r.text).statement for r in read):
+    if not any(r is not None and _may_be_statement(r.text) and _read(r.text).statement for r in read):
         return list(hits[:keep])  # nothing shown that could have changed: conversation lines, undated notes
     pool = [*hits, *(more() if more is not None and len(hits) < SEARCH_WINDOW else ())]
     window, rest = pool[: max(shown, SEARCH_WINDOW)], list(hits[max(shown, SEARCH_WINDOW) : keep])
     read += [statement(h) if h.id else None for h in window[shown:]]
     if near is not None:
-        facts = [(i, r) for i, r in enumerate(read[:shown]) if r is not None and r.date and _read(r.text).statement]
+        facts = [(i, r) for i, r in enumerate(read[:shown])
+                 if r is not None and r.date and _may_be_statement(r.text) and _read(r.text).statement]
         listed_ids = {h.id for h in window}
         for hit in near(facts[:NEAR_STATEMENTS]):
             if hit.id and hit.id not in listed_ids:
