@@ -34,6 +34,7 @@ from filelock import FileLock, Timeout
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
+from mcp_memory.runtime.allocators import tune_for_long_running
 from mcp_memory.runtime.bridge import STREAM_OP, BridgeServer
 from mcp_memory.runtime.warm import WARM_ROLE, lock_path, settings_digest
 
@@ -70,6 +71,9 @@ class WarmProcess:
         except Timeout:
             log.info("another warm process serves %s with these settings; exiting", self.settings.workspace)
             return 0
+        # The long-running process of a workspace: the allocator settings `serve` applies, so memory
+        # freed after each store or sync goes back instead of staying in per-thread heaps.
+        tune_for_long_running()
         try:
             self.service.start()  # the index and the model load while the first clients connect
             anyio.run(self._main)
