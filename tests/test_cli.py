@@ -8,7 +8,6 @@ embedder.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import subprocess
 import sys
@@ -32,15 +31,6 @@ STATUS_KEYS = {
     "workspace", "index_path", "files", "indexed_files", "chunks", "embedder",
     "embedded_share", "fingerprint", "last_sync", "degraded",
 }
-
-
-@pytest.fixture(autouse=True)
-def restore_logging():
-    """``main`` points the package logger at the current stderr; undo that after each test."""
-    logger = logging.getLogger("mcp_memory")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    yield
-    logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
 
 
 @pytest.fixture

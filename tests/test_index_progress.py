@@ -3,22 +3,11 @@ one line at each phase's start and end otherwise; stdout stays empty."""
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
-import pytest
-
 from conftest import write
 from mcp_memory.cli import _ProgressBars, main
-
-
-@pytest.fixture(autouse=True)
-def restore_logging():
-    logger = logging.getLogger("mcp_memory")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    yield
-    logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
 
 
 def test_index_into_a_log_prints_one_line_as_each_phase_starts_and_ends(workspace: Path, capsys) -> None:
