@@ -233,6 +233,21 @@ def test_an_update_in_a_private_file_never_reaches_a_shared_search(settings: Set
         assert_later_wins(owner, SUBLIME, dated)
 
 
+@pytest.mark.parametrize("keywords_only", [False, True])
+def test_a_private_update_never_changes_what_a_shared_recall_shows(settings: Settings, keywords_only: bool) -> None:
+    """Recall for a shared caller, by vectors or by keywords alone (a hook with no server): the
+    shared memory is shown as it is, as if the private update did not exist."""
+    dated = f"{ZED} (2026-06-01)"
+    _editor_notes(settings, "MEMORY.md", f"# Memory\n\n{dated}\n")
+    with indexed_memory(settings) as memory:
+        shared = memory.recall_hits("which editor does the user like, Sublime Text?", include_private=False,
+                                    keywords_only=keywords_only)
+        owner = memory.recall_hits("which editor does the user like, Sublime Text?", keywords_only=keywords_only)
+    assert memory_id(SUBLIME) in {h.id for h in shared}, [h.snippet for h in shared]
+    assert all(h.path != "MEMORY.md" and not h.replaced_by for h in shared), shared
+    assert memory_id(SUBLIME) not in {h.id for h in owner}, [h.snippet for h in owner]
+
+
 def test_a_filter_keeps_updates_outside_it_out(settings: Settings) -> None:
     """Asked about the days before the update, the search answers as of then."""
     _editor_notes(settings, "memory/2026-06-01.md", f"# 2026-06-01\n\n{ZED}\n")

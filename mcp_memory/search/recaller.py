@@ -121,7 +121,7 @@ class Recaller:
                     include_private: bool, scopes: ScopeFilter | None = None) -> tuple[list[SearchHit], float | None]:
         """Search hits for the prompt, and the similarity floor of the gate (None by keywords)."""
         if keywords_only:
-            hits = self._keyword_hits(prompt, pool, threshold, scopes)
+            hits = self._keyword_hits(prompt, pool, threshold, scopes, include_private)
             if not include_private:
                 hits = [h for h in hits if not self.engine.privacy.is_private(h.path)]
             return hits, None
@@ -158,7 +158,7 @@ class Recaller:
         return found.id if found else ""
 
     def _keyword_hits(self, prompt: str, max_results: int, min_score: float,
-                      scopes: ScopeFilter | None = None) -> list[SearchHit]:
+                      scopes: ScopeFilter | None = None, include_private: bool = True) -> list[SearchHit]:
         """Keyword search whose hits are re-chunked from the files as they are now.
 
         A chunk whose file changed since it was indexed no longer has the same id, so it is
@@ -187,4 +187,7 @@ class Recaller:
             chunks.extend(ch for ch in pieces if ch.id in ids)
         searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
-        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score, scopes=scopes))
+        # Private files are left out of the ranking itself, not only of its result: a private
+        # memory must not update (and so hide) a shared one that a shared caller is shown.
+        return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score, scopes=scopes),
+                               hidden=None if include_private else self.engine.privacy)
