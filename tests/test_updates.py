@@ -123,12 +123,10 @@ def words_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Call
         path = tmp_path / "updates.toml"
         path.write_text(edited, encoding="utf-8")
         monkeypatch.setattr(updates, "_WORDS_FILE", path)
-        updates._words.cache_clear()
-        updates._read.cache_clear()
+        updates._clear_caches()
 
     yield use
-    updates._words.cache_clear()
-    updates._read.cache_clear()
+    updates._clear_caches()
 
 
 WORDS = updates._WORDS_FILE.read_text(encoding="utf-8")  # the file as the package ships it

@@ -130,6 +130,12 @@ class _Read:
     statement: bool  # a short statement of fact: not a question, a line of dialogue or a paragraph
 
 
+def _clear_caches() -> None:
+    """Forget the vocabulary and every reading made with it (a test that edits the word file)."""
+    for cached in (_words, _read, _may_be_statement, changes):
+        cached.cache_clear()
+
+
 @functools.lru_cache(maxsize=8192)
 def _body(text: str) -> tuple[str, str | None]:
     """A memory's words as the rules read them (folded, without marker, category, date or marks), and its category."""
@@ -147,6 +153,7 @@ def _shaped_as_statement(body: str) -> bool:
     return not _words().not_a_statement.search(body) and len(_SENTENCE_END.findall(body.rstrip(".!?。！？ "))) < 2
 
 
+@functools.lru_cache(maxsize=8192)
 def _may_be_statement(text: str) -> bool:
     return _shaped_as_statement(_body(text)[0])
 
@@ -454,6 +461,7 @@ def _ordered_units(tokens: list[str], content: list[bool]) -> list[str]:
 
 
 # ----- comparing two memories -----------------------------------------------------------------
+@functools.lru_cache(maxsize=65536)  # the same pairs meet again in search after search
 def changes(old_text: str, new_text: str) -> bool:
     """Whether ``new_text`` gives a new value to what ``old_text`` stated (their order in time is the caller's)."""
     if not (_may_be_statement(old_text) and _may_be_statement(new_text)):
