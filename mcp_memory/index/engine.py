@@ -206,20 +206,20 @@ class Engine:
             return self.searcher.rank(request, use_vectors=False, hidden=hidden, diversify=diversify, utility=utility)
 
     def relevance_floor(self) -> float | None:
-        """The cosine a hit needs to be recalled on meaning alone (None without an embedder)."""
+        """The cosine a memory needs to count as related to a prompt on meaning alone (episodes, the
+        standing rules of a first recall); None without an embedder."""
         self.open()
         if self.embedder is None:
             return None
         return self.settings.recall.similarity_floor or self.embedder.relevance_floor
 
     def recall_floor(self) -> float | None:
-        """The cosine a memory needs to be injected by auto-recall on meaning alone (None without an
-        embedder): ``recall.similarity_floor`` when set, else the embedder's own."""
-        self.open()
-        if self.embedder is None:
-            return None
-        floor = self.embedder.recall_floor
-        return self.settings.recall.similarity_floor or (floor if floor is not None else self.embedder.relevance_floor)
+        """The stricter cosine auto-recall asks of a memory it injects unasked: ``recall.similarity_floor``
+        when set, else the embedder's ``recall_floor``, else ``relevance_floor``."""
+        floor = self.relevance_floor()
+        if floor is None or self.settings.recall.similarity_floor or self.embedder is None:
+            return floor
+        return self.embedder.recall_floor or floor
 
     def refresh_snapshot(self) -> None:
         """Bring the search snapshot up to the index generation, if that changed (any process wrote).

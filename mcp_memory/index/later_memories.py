@@ -40,7 +40,7 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
         if place >= len(rows):
             continue
         row = rows[place]
-        close = [*_vector_neighbours(searcher, ranking, row), *_keyword_neighbours(searcher, ranking, fact.text)]
+        close = [*_vector_neighbours(ranking, row), *_keyword_neighbours(searcher, ranking, fact.text)]
         for other in close:
             if other != row and other not in found and _later(snap, other, fact):
                 update = _update_in(snap, other, fact)
@@ -80,7 +80,7 @@ def _allowed(ranking: Ranking, row: int) -> bool:
     return ranking.allowed is None or bool(ranking.allowed[row])
 
 
-def _vector_neighbours(searcher: HybridSearcher, ranking: Ranking, row: int) -> list[int]:
+def _vector_neighbours(ranking: Ranking, row: int) -> list[int]:
     """The rows whose vectors are closest to ``row``'s, at a cosine of ``NEAR_COSINE`` or more."""
     snap = ranking.snapshot
     vector = snap.vector(row)

@@ -215,10 +215,6 @@ class VectorStore:
     def snapshot_schema(self) -> pa.Schema:
         return pa.schema([self.schema.field(name) for name in self.snapshot_columns])
 
-    def snapshot_rows(self) -> pa.Table:
-        """Every row, with the snapshot columns."""
-        return self._all_rows(self.snapshot_columns)
-
     def snapshot_row_batches(self) -> tuple[int, Iterator[pa.RecordBatch]]:
         """How many rows have a vector, and every row with the snapshot columns, in batches.
 
