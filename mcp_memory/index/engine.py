@@ -31,6 +31,7 @@ from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.index import saved_snapshot
 from mcp_memory.index.hybrid import HybridSearcher, Ranking
 from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.memory_vectors import MemoryVectors
 from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.sync import Indexer, Progress, SyncReport
@@ -99,8 +100,9 @@ class Engine:
             self.indexer = Indexer(
                 self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache
             )
+            memory_vectors = MemoryVectors(self.embedder, self.cache) if self.embedder is not None else None
             self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search, self.naming,
-                                           self.utility)
+                                           self.utility, memory_vectors)
             self._generation = None  # the new searcher's snapshot is empty: the next search loads it whole
             self._opened = True
         return self

@@ -52,6 +52,7 @@ from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.later_memories import later_neighbours
+from mcp_memory.index.memory_vectors import MemoryVectors
 from mcp_memory.index.snapshot import SearchSnapshot
 
 if TYPE_CHECKING:
@@ -92,13 +93,15 @@ class HybridSearcher:
     """Answers queries from a snapshot plus the live keyword index."""
 
     def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings,
-                 naming: MemoryLookup | None = None, utility: UtilityStore | None = None):
+                 naming: MemoryLookup | None = None, utility: UtilityStore | None = None,
+                 memory_vectors: MemoryVectors | None = None):
         self.keywords = keywords
         self.analyzer = TermAnalyzer()
         self.embedder = embedder
         self.settings = settings
         self.naming = naming  # names a hit by the memory in its file (else by the chunk's lines alone)
         self.utility = utility  # learned utility; None: not weighed
+        self.memory_vectors = memory_vectors  # single memories' vectors (None: no embedder)
         self.snapshot = SearchSnapshot.empty()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -124,7 +127,12 @@ class HybridSearcher:
         near = None
         if ranking is not None and rows is not None:
             near = partial(later_neighbours, self, ranking, rows)
-        return updates.settle(hits, self.statement, keep, more, near)
+        return updates.settle(hits, self.statement, keep, more, near, self.same_fact)
+
+    @property
+    def same_fact(self) -> updates.SameFact | None:
+        """Whether two memories say the same thing by the embedder (across languages; ``memory_vectors.py``)."""
+        return self.memory_vectors.same_fact if self.memory_vectors is not None else None
 
     def statement(self, hit: SearchHit) -> updates.Statement | None:
         """The memory a hit is named by, with its date; None when undated or already retired."""

@@ -3,10 +3,12 @@
 A query finds the memory whose words it shares. When the fact has changed since, the update is
 often worded unlike the query ("which editor does the user like" finds "favourite editor is
 Sublime Text", not "now mostly writes in Zed"), so it is not among the hits that changed facts
-(``core/updates.py``) read. This module looks for it from the statement's side: the chunks whose
-vectors are closest to the statement's chunk, and those its own words find in the keyword
-index. Only rows the request may see (its filters, privacy and scopes) and dated later than the
-statement are kept; the text rules of ``core/updates.py`` then decide whether any is an update.
+(``core/updates.py``) read; or its chunk is, named by another memory of a daily log that the
+query's words fit better. This module looks for it from the statement's side: the chunks whose
+vectors are closest to the statement's chunk, those its own words find in the keyword index, and
+the other memories of the chunks the result shows. Only rows the request may see (its filters,
+privacy and scopes) and dated later than the statement are kept; the text rules of
+``core/updates.py`` then decide whether any is an update.
 
 The hits are named by the statement (the memory in each chunk closest to it), while their
 coverage and vector similarity stay those of the query, as for any other hit.
@@ -33,17 +35,21 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
                      facts: list[tuple[int, updates.Statement]]) -> list[SearchHit]:
     """Hits for the memories closest to each of ``facts`` (a shown hit's place in ``rows`` and its
     statement) that are dated after it: at most ``NEAR_PER_STATEMENT`` by vector and as many by
-    keywords per statement, best first, each row once."""
+    keywords per statement, best first, and the other memories of the result's own ``rows``; each
+    row once."""
     snap = ranking.snapshot
     found: dict[int, str] = {}  # row -> the memory in it that updates a fact
     for place, fact in facts:
         if place >= len(rows):
             continue
         row = rows[place]
-        close = [*_vector_neighbours(ranking, row), *_keyword_neighbours(searcher, ranking, fact.text)]
+        close = [*_vector_neighbours(ranking, row), *_keyword_neighbours(searcher, ranking, fact.text),
+                 # the result's own rows: a chunk shown under another of its memories (the one
+                 # closest to the query) may hold the update beside it
+                 *rows]
         for other in close:
             if other != row and other not in found and _later(snap, other, fact):
-                update = _update_in(snap, other, fact)
+                update = _update_in(snap, other, fact, searcher.same_fact)
                 if update is not None:
                     found[other] = update
     hits = []
@@ -58,13 +64,14 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     return hits
 
 
-def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement) -> str | None:
+def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement,
+               same_fact: updates.SameFact | None) -> str | None:
     """The first memory of ``row``'s chunk that updates ``fact``, by the text rules; None when none
     does (most neighbours: only these become hits, for building a hit is the costly part)."""
     lines = snap.texts[row].as_py().split("\n")
     for unit in split_memories(lines):
         text = "\n".join(lines[unit.start : unit.end + 1])
-        if updates.supersedes(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact):
+        if updates.supersedes(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact, same_fact):
             return text
     return None
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from mcp_memory.capture.rules import captured_form
 from mcp_memory.core.analysis import jaccard, keyword_tokens
 from mcp_memory.core.hits import MemoryLine, SearchHit
+from mcp_memory.core.memory_ids import memory_body
 from mcp_memory.core.reading import Reader
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -180,14 +181,6 @@ class Similarity:
         """Embeddings of short texts (memory lines), through the embedding cache."""
         assert self.engine.embedder is not None
         return embed_through_cache(self.engine.embedder, self.engine.cache, texts, "line")
-
-
-def memory_body(line: str) -> str:
-    """A bullet's text without the bullet and category markers."""
-    body = line.strip().removeprefix("- ").removeprefix("* ")
-    if body.startswith("[") and "] " in body:
-        body = body.split("] ", 1)[1]
-    return _LEARNED_DATE.sub("", body)
 
 
 def statement_key(line: str, today: dt.date | None = None) -> str:

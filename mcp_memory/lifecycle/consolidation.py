@@ -36,7 +36,7 @@ import numpy as np
 
 from mcp_memory.core.analysis import keyword_tokens
 from mcp_memory.core.hits import cite
-from mcp_memory.core.memory_ids import retired_by, split_memories
+from mcp_memory.core.memory_ids import retired_by, split_memories, statement_body
 from mcp_memory.core.opposites import opposed
 from mcp_memory.core.scopes import may_retire
 from mcp_memory.core.updates import Statement, has_change_cue, supersedes
@@ -44,7 +44,6 @@ from mcp_memory.core.workspace import read_text
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.index.engine import Engine
-from mcp_memory.index.similarity import memory_body
 from mcp_memory.lifecycle.consolidation_judge import CANDIDATE_COSINE, MAX_PAIRS, ChatJudge, JudgeError
 
 # The cosine a changed statement needs besides the text rules of core/updates.py: paraphrased
@@ -118,7 +117,7 @@ def collect_items(engine: Engine) -> list[Item]:
             stated = _STATED.search(lines[unit.end])
             date = dt.date.fromisoformat(stated.group(1)) if stated else file.date
             category = _CATEGORY.match(lines[unit.start])
-            body = " ".join(memory_body(line) for line in text.split("\n"))
+            body = statement_body(text)
             items.append(Item(file.rel_path, unit.start + 1, unit.end + 1, text, body, unit.id, date,
                               category.group(1).lower() if category else None, file.rel_path == curated))
     return items
@@ -131,11 +130,12 @@ def plan_retirements(engine: Engine, items: list[Item], judge: ChatJudge | None 
     if len(items) < 2:
         return []
     neighbours = _neighbours(engine, items)
+    same_fact_cosine = engine.embedder.same_fact_cosine if engine.embedder is not None else None
     pairs = sorted({(min(i, j), max(i, j)): cosine for i, close in neighbours.items() for j, cosine in close}.items())
     verdicts = _model_verdicts(items, pairs, judge, warnings) if judge is not None else {}
     planned: dict[int, Retirement] = {}
     for (i, j), cosine in pairs:
-        found = verdicts[(i, j)] if (i, j) in verdicts else _judge(items[i], items[j], cosine)
+        found = verdicts[(i, j)] if (i, j) in verdicts else _judge(items[i], items[j], cosine, same_fact_cosine)
         if found is None:
             continue
         kind, old, new = found
@@ -184,14 +184,17 @@ def _model_verdicts(items: list[Item], pairs: list[tuple[tuple[int, int], float]
     return out
 
 
-def _judge(a: Item, b: Item, cosine: float) -> tuple[str, Item, Item] | None:
+def _judge(a: Item, b: Item, cosine: float, same_fact_cosine: float | None = None) -> tuple[str, Item, Item] | None:
     """("duplicate" | "superseded", the item to retire, the one that stays), or None."""
     if a.id != b.id and opposed(a.body, b.body):
         return None  # an action and its reversal both happened
     if a.id != b.id and a.date is not None and b.date is not None and a.date != b.date:
         old, new = (a, b) if a.date < b.date else (b, a)
         gate = SUPERSEDE_COSINE_WITH_CUE if has_change_cue(new.text) else SUPERSEDE_COSINE
-        if cosine >= gate and supersedes(Statement(new.text, new.date), Statement(old.text, old.date)):
+        # Across languages the words may not settle it: the cosine must then reach the model's mark.
+        def same_fact(_earlier: str, _later: str) -> bool:
+            return same_fact_cosine is not None and cosine >= same_fact_cosine
+        if cosine >= gate and supersedes(Statement(new.text, new.date), Statement(old.text, old.date), same_fact):
             return "superseded", old, new
     if a.id == b.id or (cosine >= 0.95 and _numbers(a.body) == _numbers(b.body)):
         first, later = _in_order(a, b)

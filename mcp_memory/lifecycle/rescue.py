@@ -31,10 +31,10 @@ from mcp_memory.capture.filters import Skipped, check_fact, preview, strip_recal
 from mcp_memory.capture.tasks import is_task, marked_task
 from mcp_memory.core.hits import MemoryLine
 from mcp_memory.core.ledger import Ledger, clean_key
+from mcp_memory.core.memory_ids import memory_body
 from mcp_memory.core.scopes import check_name, daily_path, seen_from
 from mcp_memory.core.transcripts import MAX_TRANSCRIPT_LINE, Message, claude_record, content_text
 from mcp_memory.errors import MemoryInputError
-from mcp_memory.index.similarity import memory_body
 from mcp_memory.safety import clean_memory_text
 
 if TYPE_CHECKING:

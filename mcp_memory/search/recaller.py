@@ -19,7 +19,7 @@ from mcp_memory.core import updates
 from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
-from mcp_memory.core.memory_ids import retired_by
+from mcp_memory.core.memory_ids import memory_body, retired_by
 from mcp_memory.core.recall import close_to_best, fit_to_budget, is_relevant, recall_key
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -27,7 +27,7 @@ from mcp_memory.errors import PathError
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import HybridSearcher
 from mcp_memory.index.keywords import KeywordIndex
-from mcp_memory.index.similarity import Similarity, memory_body
+from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.search.recall_focus import focus
 
@@ -105,7 +105,8 @@ class Recaller:
         shown = [h for h in shown if h.id not in stale]
         ids = {h.id for h in shown}
         reserve = [h for h in candidates if h.id not in ids]
-        settled = updates.settle(shown + reserve, lambda hit: updates.statement_of(hit, naming), len(shown))
+        settled = updates.settle(shown + reserve, lambda hit: updates.statement_of(hit, naming), len(shown),
+                                 same_fact=self.engine.searcher.same_fact if self.engine.is_open else None)
         out = []
         for hit in settled:
             if hit.replaced_by:

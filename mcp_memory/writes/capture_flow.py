@@ -34,10 +34,11 @@ from mcp_memory.capture.filters import preview
 from mcp_memory.capture.tasks import is_task
 from mcp_memory.core.hits import MemoryLine
 from mcp_memory.core.ledger import Ledger, clean_key
+from mcp_memory.core.memory_ids import memory_body
 from mcp_memory.core.scopes import check_name, daily_path, seen_from
 from mcp_memory.core.transcripts import Message
 from mcp_memory.index.engine import Engine
-from mcp_memory.index.similarity import Similarity, memory_body
+from mcp_memory.index.similarity import Similarity
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.writes.edits import Editor
 

@@ -1,0 +1,65 @@
+"""Single memories' vectors, and whether two memories in different languages say the same thing.
+
+The text rules of ``core/updates.py`` tie an update to the memory it changes by shared words (a
+name, a Latin word, the concepts of ``core/words/updates.toml``). Across languages most subjects
+share none ("The team standup is at 9:30" / 站会改到 10 点了), and the rules leave such a pair
+undecided. A multilingual embedder places a sentence and its translation close together: at the
+model's ``same_fact_cosine`` or more, the two are one fact with a new value. A model with no known
+scale never decides. Chunk vectors cannot answer this: a daily log's chunk mixes a dozen bullets.
+
+Vectors go through the embedding cache under the texts the sleep cycle embeds for the same
+memories, so a memory is embedded once; an embedder that fails leaves the words alone to decide.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from mcp_memory.core.memory_ids import statement_body
+from mcp_memory.embedding import Embedder, EmbeddingError
+from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache
+
+log = logging.getLogger(__name__)
+
+_KEPT = 4096  # vectors kept in memory: the same few memories are shown search after search
+
+
+class MemoryVectors:
+    """Vectors of single memories by the index's embedder, through its cache."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache):
+        self.embedder = embedder
+        self.cache = cache
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vectors(self, texts: list[str]) -> list[np.ndarray | None]:
+        """Each memory's vector (of its words without markers); None for all when the embedder fails."""
+        with self._lock:
+            found = {t: self._kept[t] for t in texts if t in self._kept}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            try:  # one embedder call for all, the cached ones read
+                fresh = embed_through_cache(self.embedder, self.cache, [statement_body(t) for t in missing], "line")
+            except EmbeddingError as exc:  # the words alone decide
+                log.warning("could not embed %d memories: %s", len(missing), exc)
+                return [found.get(t) for t in texts]
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    self._kept[text] = vector
+                while len(self._kept) > _KEPT:
+                    self._kept.popitem(last=False)
+            found.update(zip(missing, fresh, strict=True))
+        return [found.get(t) for t in texts]
+
+    def same_fact(self, earlier: str, later: str) -> bool:
+        """``core.updates.SameFact``: the two memories' cosine reaches the model's ``same_fact_cosine``."""
+        floor = self.embedder.same_fact_cosine
+        if floor is None:
+            return False
+        a, b = self.vectors([earlier, later])
+        return a is not None and b is not None and float(a @ b) >= floor
