@@ -252,6 +252,9 @@ class Engine:
                     self.searcher.set_snapshot(snapshot)
                     self._generation = generation
                     self.snapshot_from_saved = True
+                    # The table's counts while this generation holds: start-up checks need no LanceDB.
+                    counts = (len(snapshot), len(snapshot) - len(snapshot.vector_rows))
+                    self.vectors.counts_hint = lambda: counts if self.state.generation == generation else None
                     return
             snapshot, rows = self.recovering(self._newest_snapshot)
             self.searcher.set_snapshot(snapshot)
@@ -346,6 +349,7 @@ class Engine:
     def _index_readable(self) -> bool:
         try:
             self.refresh_handles()
+            self.vectors.open()  # the table itself, not the counts a saved snapshot gave
             self.vectors.count()
             self.keywords.count()
         except Exception:  # noqa: BLE001 - a probe: whatever LanceDB or Tantivy raise, the index is not readable

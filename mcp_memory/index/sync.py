@@ -115,6 +115,10 @@ class Indexer:
         self._write_lock = FileLock(str(index_dir / "write.lock"), timeout=WRITE_LOCK_TIMEOUT)
         self._embed_lock = FileLock(str(index_dir / "embed.lock"), timeout=0)
         self.fingerprint = fingerprint(settings, embedder)
+        # The last check of rows against the state took LanceDB's counts from the search snapshot
+        # saved at this generation (``VectorStore.counts_hint``), not from the table: the table
+        # itself is checked before this process first writes to it.
+        self._rows_checked_by_hint = False
 
     # ----- phase 1 -------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, only: Collection[str] | None = None) -> SyncReport:
@@ -123,8 +127,22 @@ class Indexer:
         report = SyncReport()
         with self._write_lock:
             self._check_fingerprint(report)
-            orphans = self._orphan_paths() if only is None else set()
+            orphans = set()
+            if only is None:
+                orphans = self._orphan_paths()
+                # Counts the saved snapshot gave (the table still closed) are checked again before a write.
+                self._rows_checked_by_hint = not self.vectors.connected
         todo, removed, known = self._changed_files(only, orphans, report)
+        if (todo or removed) and self._rows_checked_by_hint:
+            # About to write: check the table itself first, as a full sync at start would have
+            # (rows a killed run left, a table folder deleted under its state).
+            with self._write_lock:
+                self.vectors.open()
+                orphans = self._orphan_paths()
+                self._rows_checked_by_hint = False
+            if only is not None and (orphans or not self.state.files()):
+                only = None  # rows to repair: every file is synced, as at start, not just those asked for
+            todo, removed, known = self._changed_files(only, orphans, report)
 
         total = len(todo) + len(removed)
         done = 0
@@ -327,6 +345,8 @@ class Indexer:
         expected = sum(f.chunks for f in self.state.files().values())
         self.vectors.refresh()
         self.keywords.reload()
+        if not self.vectors.connected and self.vectors.count() != expected:
+            self.vectors.open()  # the saved snapshot's count disagrees with the state: ask the table itself
         if self.vectors.count() < expected or self.keywords.count() < expected:
             # Rows went missing (an index folder deleted or damaged): re-sync every file.
             log.warning("index holds fewer rows than its files need: re-syncing every file")
@@ -379,6 +399,8 @@ class Indexer:
         batch_size = max(1, self.embedder.batch_size)
         self.vectors.refresh()
         total = self.vectors.count_missing_vectors()
+        if not total and not self.vectors.connected:
+            return 0  # the saved snapshot says every row has its vector: no need to open the table
         done = 0
         if progress:
             progress("embeddings", 0, total)

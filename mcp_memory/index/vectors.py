@@ -5,6 +5,10 @@ backfill fills vectors in later. So keyword search works within seconds of a fir
 and an interrupted backfill simply continues with the chunks still missing a vector.
 
 ``import lancedb`` takes over a second, so this module imports it only when the table is first used.
+Its native library also stays mapped for the life of the process (tens of MB of a warm process),
+so the row counts that start-up checks and status read are taken, while the table is not open,
+from a caller that knows them (``counts_hint``: the search snapshot saved at the current index
+generation) rather than from the table itself.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# (rows, rows without a vector) of the table as it is now, or None when the caller does not know them.
+CountsHint = Callable[[], "tuple[int, int] | None"]
 
 TABLE_NAME = "chunks"
 
@@ -82,6 +88,9 @@ class VectorStore:
         self._db: DBConnection | None = None
         self._compacted_at = 0
         self._connect_lock = threading.Lock()
+        # While the table is not open, ``count()`` and ``count_missing_vectors()`` answer from this
+        # when it knows (the engine sets it from a search snapshot loaded from its saved copy).
+        self.counts_hint: CountsHint | None = None
 
     @property
     def _table(self) -> Table:
@@ -110,6 +119,16 @@ class VectorStore:
     def connected(self) -> bool:
         """Whether the table was opened (``import lancedb`` paid) by this handle."""
         return self._handle is not None
+
+    def open(self) -> None:
+        """Open the table now, so that what follows reads the table itself, not ``counts_hint``."""
+        _ = self._table
+
+    def _hinted_counts(self) -> tuple[int, int] | None:
+        """The counts ``counts_hint`` gives while the table is not open; None once it is, or unknown."""
+        if self._handle is not None or self.counts_hint is None:
+            return None
+        return self.counts_hint()
 
     def _open_or_create(self, db: DBConnection) -> Table:
         try:
@@ -185,6 +204,9 @@ class VectorStore:
     # deleted that version's files since (a handle idle for over VERSION_RETENTION), the read
     # fails; it is then retried once on the newest version.
     def count(self, where: str | None = None) -> int:
+        hinted = self._hinted_counts() if where is None else None
+        if hinted is not None:
+            return hinted[0]
         return int(self._reading(lambda: self._table.count_rows(where)))
 
     def paths(self) -> set[str]:
@@ -197,7 +219,10 @@ class VectorStore:
         return self._all_rows(["id", "path"])
 
     def count_missing_vectors(self) -> int:
-        return self.count("vector IS NULL") if self.dimensions else 0
+        if not self.dimensions:
+            return 0
+        hinted = self._hinted_counts()
+        return hinted[1] if hinted is not None else self.count("vector IS NULL")
 
     def rows_missing_vectors(self, limit: int) -> pa.Table:
         return self._reading(lambda: self._table.search().where("vector IS NULL").limit(limit).to_arrow())

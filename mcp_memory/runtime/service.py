@@ -111,13 +111,14 @@ class MemoryService:
             memory = (self._factory or Memory)(self.settings)
             memory.open(warm=True)
             if _searchable_early(memory):
-                # The saved search snapshot is current and no file changed: searches start now,
-                # while the sync below pays for ``import lancedb`` (a cold first prompt hook
-                # gets semantic recall within its wait).
+                # The saved search snapshot is current and no file changed: searches start now
+                # (a cold first prompt hook gets semantic recall within its wait). The sync below
+                # checks the index against the snapshot's counts and needs no LanceDB either; the
+                # first write opens the chunk table (``index/vectors.py``, ``counts_hint``).
                 self._memory = memory
                 self._opened.set()
-                # The sync's import holds the interpreter: let the first request (often a
-                # prompt hook already waiting) be answered before it starts.
+                # A file changed since the check above costs the sync ``import lancedb``, which holds
+                # the interpreter: let the first request (often a prompt hook already waiting) go first.
                 self._stop.wait(EARLY_SYNC_DELAY)
             memory.sync()
             memory.engine.warm_up()
