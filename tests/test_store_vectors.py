@@ -83,3 +83,39 @@ def test_a_store_whose_embedding_fails_ahead_is_still_written_and_found(workspac
     hits = memory.search("release train Tuesday", today=DAY)
     assert "every second Tuesday" in hits[0].snippet
     memory.close()
+
+
+class _Recording(HashEmbedder):
+    """Remembers every text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_store_embeds_only_the_lines_that_could_repeat_it(workspace, settings):
+    """The duplicate check reads the lines of the chunks closest to the new text; at the default
+    threshold (0.95) only those sharing a fifth of its words can repeat it, and only they are
+    embedded. A near-repeat, or the same fact in capture's words, is still refused."""
+    tea = "- The user drinks oolong tea every afternoon at the office."
+    others = [f"- Sprint {n} retro: the user noted {topic} for the office team." for n, topic in enumerate(
+        ["flaky tests", "slow builds", "late reviews", "noisy alerts", "long meetings", "unclear tickets",
+         "missing docs", "stale branches", "broken dashboards", "vague goals", "on-call fatigue", "merge queues"])]
+    write(workspace, "memory/2026-11-20.md", "# 2026-11-20\n\n" + "\n".join([*others, tea]) + "\n")
+    embedder = _Recording()
+    memory = Memory(settings, embedder=embedder)
+    memory.index()
+    embedder.texts.clear()
+
+    result = memory.store("The user switched the office coffee machine to decaf beans.", today=DAY)
+    assert result.stored
+    compared = [t for t in embedder.texts if "Sprint" in t]
+    assert compared == [], compared  # twelve lines of the same chunk, none sharing a fifth of the words
+
+    repeat = memory.store("The user drinks oolong tea every afternoon at the office!", today=DAY)
+    assert not repeat.stored and "oolong" in repeat.memory.text
+    assert not memory.store("I drink oolong tea every afternoon at the office.", today=DAY).stored
