@@ -81,7 +81,9 @@ class Recaller:
         # A later memory shown in place of a relevant earlier one holds the place that one earned.
         updates_shown = {found.replaced_by for found in relevant if found.replaced_by}
         # The matched memories of each hit, not its chunk; the product's own bookkeeping left out.
-        hits = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale, updates_shown)
+        hits, stale_now, updated = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
+        stale |= stale_now
+        updates_shown |= updated
         hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown)
         session = clean_key(session_key)
         ledger = self._ledger()
@@ -97,11 +99,14 @@ class Recaller:
         return hits
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
-                 stale: set[str], updates_shown: set[str]) -> list[SearchHit]:
-        """The memories shown, each that a later one among them or the other candidates updates
-        (``core/updates.py``) replaced by that one: a chunk's memories are compared one by one here.
-        The ids of the stale memories go into ``stale``, those of the later ones into ``updates_shown``."""
+                 stale: set[str]) -> tuple[list[SearchHit], set[str], set[str]]:
+        """The memories shown (but ``stale`` ones), each that a later one among them or the other
+        candidates updates (``core/updates.py``) replaced by that one: a chunk's memories are
+        compared one by one here. Also the ids of the memories found stale here, and of the later
+        ones that replaced them."""
         naming = self.engine.naming
+        stale_now: set[str] = set()
+        updated: set[str] = set()
         shown = [h for h in shown if h.id not in stale]
         ids = {h.id for h in shown}
         reserve = [h for h in candidates if h.id not in ids]
@@ -110,13 +115,13 @@ class Recaller:
         out = []
         for hit in settled:
             if hit.replaced_by:
-                stale.add(hit.id)
-                updates_shown.add(hit.replaced_by)
+                stale_now.add(hit.id)
+                updated.add(hit.replaced_by)
             elif hit.id in ids:
                 out.append(hit)
             else:  # a later memory come in from the candidates: shown as its memory, not its chunk
                 out.extend([h for h in focus([hit], prompt, naming) if h.id == hit.id][:1] or [hit])
-        return out
+        return out, stale_now, updated
 
     def _candidates(self, prompt: str, pool: int, threshold: float, keywords_only: bool,
                     include_private: bool, scopes: ScopeFilter | None = None) -> tuple[list[SearchHit], float | None]:
