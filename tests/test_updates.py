@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +107,9 @@ def test_across_languages_the_embedder_settles_what_the_words_cannot() -> None:
     ``same_fact`` (the embedder's cosine), for such pairs only, and never for two named owners."""
     asked: list[tuple[str, str]] = []
 
-    def same_fact(earlier: str, later: str) -> bool:
-        asked.append((earlier, later))
-        return True
+    def same_fact(pairs: Sequence[tuple[str, str]]) -> list[bool]:
+        asked.extend(pairs)
+        return [True] * len(pairs)
 
     standup, moved = Statement("- The team standup is at 9:30.", _day(1)), Statement("- 站会改到 10 点了。", _day(2))
     assert not supersedes(moved, standup)  # the words alone: undecided is no update

@@ -88,8 +88,9 @@ class Statement:
     date: dt.date | None
 
 
-# Whether two memory texts say nearly the same thing, by an embedder (``index/same_fact.py``).
-SameFact = Callable[[str, str], bool]
+# For each (earlier, later) pair of memory texts, whether the two say nearly the same thing, by an
+# embedder (``index/memory_vectors.py``): asked with all of a result's pairs at once.
+SameFact = Callable[[Sequence[tuple[str, str]]], list[bool]]
 
 
 def supersedes(later: Statement, earlier: Statement, same_fact: SameFact | None = None) -> bool:
@@ -97,13 +98,18 @@ def supersedes(later: Statement, earlier: Statement, same_fact: SameFact | None 
 
     ``same_fact`` settles the pairs the words cannot: across languages, a later memory that says a
     change happened, about a subject none of its words ties to the earlier's ("The team standup is
-    at 9:30" / 站会改到 10 点了). It is asked only for those pairs, with the earlier's text first."""
+    at 9:30" / 站会改到 10 点了). It is asked only for those pairs."""
+    found = by_words(later, earlier)
+    if found is None:
+        return same_fact is not None and same_fact([(earlier.text, later.text)])[0]
+    return found
+
+
+def by_words(later: Statement, earlier: Statement) -> bool | None:
+    """``supersedes`` by the words alone: None where they cannot tell (``verdict``)."""
     if later.date is None or earlier.date is None or later.date <= earlier.date:
         return False
-    found = verdict(earlier.text, later.text)
-    if found is None:
-        return same_fact is not None and same_fact(earlier.text, later.text)
-    return found
+    return verdict(earlier.text, later.text)
 
 
 def has_change_cue(text: str) -> bool:
@@ -680,14 +686,23 @@ def settle(hits: Sequence[SearchHit], statement: Callable[[SearchHit], Statement
                 listed_ids.add(hit.id)
                 window.append(hit)
                 read.append(statement(hit))
-    winner: dict[int, int] = {}  # the earlier's position -> the later's
+    # Every pair by the words first; those they leave undecided go to ``same_fact`` together.
+    found: dict[tuple[int, int], bool | None] = {}  # (the earlier's position, the later's) -> verdict
     for i, earlier in enumerate(read[:shown]):
-        if earlier is None or earlier.date is None:
-            continue
-        later = [j for j, r in enumerate(read) if r is not None and r.date is not None and r.date > earlier.date
-                 and window[j].id != window[i].id and supersedes(r, earlier, same_fact)]
-        if later:
-            winner[i] = max(later, key=lambda j: (read[j].date, -j))  # type: ignore[union-attr]
+        if earlier is not None:
+            for j, later in enumerate(read):
+                if later is not None and window[j].id != window[i].id:
+                    found[(i, j)] = by_words(later, earlier)
+    undecided = [pair for pair, verdict_ in found.items() if verdict_ is None]
+    if undecided:
+        texts = [(read[i].text, read[j].text) for i, j in undecided]  # type: ignore[union-attr]
+        answers = same_fact(texts) if same_fact is not None else [False] * len(undecided)
+        found.update(zip(undecided, answers, strict=True))
+    winner: dict[int, int] = {}  # the earlier's position -> the later's
+    for i in range(shown):
+        newer = [j for (e, j), updates in found.items() if e == i and updates]
+        if newer:
+            winner[i] = max(newer, key=lambda j: (read[j].date, -j))  # type: ignore[union-attr]
     if not winner:
         return list(hits[:keep])
     order = list(range(len(window)))

@@ -39,6 +39,7 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     row once."""
     snap = ranking.snapshot
     found: dict[int, str] = {}  # row -> the memory in it that updates a fact
+    undecided: list[tuple[int, str, updates.Statement]] = []  # (row, memory, fact) the words leave open
     for place, fact in facts:
         if place >= len(rows):
             continue
@@ -49,9 +50,15 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
                  *rows]
         for other in close:
             if other != row and other not in found and _later(snap, other, fact):
-                update = _update_in(snap, other, fact, searcher.same_fact)
+                update, unsure = _update_in(snap, other, fact)
                 if update is not None:
                     found[other] = update
+                undecided.extend((other, text, fact) for text in unsure)
+    if undecided and searcher.same_fact is not None:  # asked all at once: one embedder call
+        answers = searcher.same_fact([(fact.text, text) for _, text, fact in undecided])
+        for (row, text, _), same in zip(undecided, answers, strict=True):
+            if same and row not in found:
+                found[row] = text
     hits = []
     terms = ranking.query_terms(searcher.analyzer)
     for row, update in found.items():
@@ -64,16 +71,20 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     return hits
 
 
-def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement,
-               same_fact: updates.SameFact | None) -> str | None:
-    """The first memory of ``row``'s chunk that updates ``fact``, by the text rules; None when none
-    does (most neighbours: only these become hits, for building a hit is the costly part)."""
+def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement) -> tuple[str | None, list[str]]:
+    """The first memory of ``row``'s chunk that updates ``fact`` by the text rules (None when none
+    does: most neighbours, and only these become hits, for building a hit is the costly part), and
+    the memories before it the rules leave undecided (across languages)."""
     lines = snap.texts[row].as_py().split("\n")
+    unsure: list[str] = []
     for unit in split_memories(lines):
         text = "\n".join(lines[unit.start : unit.end + 1])
-        if updates.supersedes(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact, same_fact):
-            return text
-    return None
+        found = updates.by_words(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact)
+        if found:
+            return text, unsure
+        if found is None:
+            unsure.append(text)
+    return None, unsure
 
 
 def _later(snap: SearchSnapshot, row: int, fact: updates.Statement) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -56,10 +57,16 @@ class MemoryVectors:
             found.update(zip(missing, fresh, strict=True))
         return [found.get(t) for t in texts]
 
-    def same_fact(self, earlier: str, later: str) -> bool:
-        """``core.updates.SameFact``: the two memories' cosine reaches the model's ``same_fact_cosine``."""
+    def same_fact(self, pairs: Sequence[tuple[str, str]]) -> list[bool]:
+        """``core.updates.SameFact``: whether each pair's cosine reaches the model's ``same_fact_cosine``
+        (the memories of all pairs embedded in one call)."""
         floor = self.embedder.same_fact_cosine
         if floor is None:
-            return False
-        a, b = self.vectors([earlier, later])
-        return a is not None and b is not None and float(a @ b) >= floor
+            return [False] * len(pairs)
+        texts = list(dict.fromkeys(text for pair in pairs for text in pair))
+        vectors = dict(zip(texts, self.vectors(texts), strict=True))
+        out = []
+        for earlier, later in pairs:
+            a, b = vectors[earlier], vectors[later]
+            out.append(a is not None and b is not None and float(a @ b) >= floor)
+        return out

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,8 +193,8 @@ def _judge(a: Item, b: Item, cosine: float, same_fact_cosine: float | None = Non
         old, new = (a, b) if a.date < b.date else (b, a)
         gate = SUPERSEDE_COSINE_WITH_CUE if has_change_cue(new.text) else SUPERSEDE_COSINE
         # Across languages the words may not settle it: the cosine must then reach the model's mark.
-        def same_fact(_earlier: str, _later: str) -> bool:
-            return same_fact_cosine is not None and cosine >= same_fact_cosine
+        def same_fact(pairs: Sequence[tuple[str, str]]) -> list[bool]:
+            return [same_fact_cosine is not None and cosine >= same_fact_cosine for _ in pairs]
         if cosine >= gate and supersedes(Statement(new.text, new.date), Statement(old.text, old.date), same_fact):
             return "superseded", old, new
     if a.id == b.id or (cosine >= 0.95 and _numbers(a.body) == _numbers(b.body)):
