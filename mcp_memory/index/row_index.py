@@ -4,16 +4,18 @@ Keyword hits come back from Tantivy as chunk ids, and each search turns them int
 rows. A dict of every id costs a rebuild on every refresh (the kept rows move up): about 0.2 s
 at a million chunks, more than the whole search. So the index keeps the dict it was built with
 (``base``: id → the row it had then), an array of where each of those rows is now (-1: gone),
-and a small dict of the ids added since. A refresh renumbers the array in numpy and the small
-dict in Python; when the added ids outgrow an eighth of the rows, the index is built anew
-(at most once per that many added rows).
+and a small dict of the ids added since. A refresh renumbers the array in numpy (stretch by
+stretch of kept rows: ``KeptRows``) and the small dict in Python; when the added ids outgrow
+an eighth of the rows, the index is built anew (at most once per that many added rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
+
+from mcp_memory.index.row_list import KeptRows
 
 _REBUILD_SHARE = 8  # added ids past 1/8 of the rows (and past _REBUILD_MIN): build anew
 _REBUILD_MIN = 1024
@@ -31,7 +33,7 @@ class RowIndex(Mapping[str, int]):
         self._rows = rows  # rows of the snapshot
 
     @classmethod
-    def of(cls, ids: list[str]) -> RowIndex:
+    def of(cls, ids: Sequence[str]) -> RowIndex:
         """The index of rows ``ids``."""
         base = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id: the last row wins
         return cls(base, np.arange(len(ids), dtype=np.int64), {}, len(ids))
@@ -61,19 +63,15 @@ class RowIndex(Mapping[str, int]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def after(self, keep: np.ndarray, ids: list[str], first_new: int) -> RowIndex:
-        """The index once the rows ``keep`` marks are kept, in order, and ``ids[first_new:]`` follow.
+    def after(self, kept: KeptRows, ids: Sequence[str], first_new: int) -> RowIndex:
+        """The index once the ``kept`` rows are kept, in order, and ``ids[first_new:]`` follow.
 
         ``ids`` are all the rows' ids after the change (the kept rows' first). This index is
         left unchanged: searches in other threads may still read it.
         """
-        new_row = np.cumsum(keep, dtype=np.int64) - 1
-        new_row[~keep] = -1
-        added = {cid: int(new_row[row]) for cid, row in self._added.items() if keep[row]}
+        moved = kept.new_rows(np.fromiter(self._added.values(), np.int64, len(self._added)))
+        added = {cid: int(row) for cid, row in zip(self._added, moved, strict=True) if row >= 0}
         added.update(zip(ids[first_new:], range(first_new, len(ids)), strict=True))
         if len(added) > max(_REBUILD_MIN, len(ids) // _REBUILD_SHARE):
             return RowIndex.of(ids)
-        alive = self._current >= 0
-        current = np.full(len(self._current), -1, np.int64)
-        current[alive] = new_row[self._current[alive]]
-        return RowIndex(self._base, current, added, len(ids))
+        return RowIndex(self._base, kept.new_rows(self._current), added, len(ids))

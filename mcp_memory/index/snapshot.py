@@ -11,7 +11,11 @@ one matrix: a snapshot made by ``replace_paths`` shares every block the change l
 the snapshot it was made from (which searches in other threads may still be reading), takes the
 kept rows of a touched block as views of it, and adds only the new rows. So a refresh after an
 edit copies no old vectors and needs no memory for a second matrix. Now and then a few small
-blocks are joined, so their number stays bounded (see ``_joined``).
+blocks are joined, so their number stays bounded (see ``row_list.joined``). The ids, paths and
+dates are held alike, as shared pieces of Python lists (``index/row_list.py``), and the numpy
+columns are cut by the stretches of rows an edit keeps (``KeptRows``): so an edit of one file
+costs about its own rows, plus a memory copy of the small per-row arrays, whatever the size of
+the workspace.
 
 From ``compact.COMPACT_FROM`` vectors on, a snapshot is compact (``index/compact.py``): its
 blocks hold int8 codes (with ``scales``, one per vector) instead of float32, each vector has a
@@ -23,9 +27,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from collections.abc import Callable, Collection, Iterator, Sized
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -34,21 +38,20 @@ from mcp_memory.core.privacy import PrivacyRules
 from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.index import compact
 from mcp_memory.index.row_index import RowIndex
+from mcp_memory.index.row_list import KeptRows, RowList, joined
 
 if TYPE_CHECKING:
     from mcp_memory.core.chunking import Chunk
 
-PieceT = TypeVar("PieceT", bound=Sized)
-
 # Pieces the text column may be split into by replace_paths before small neighbours are
-# joined (more with over MAX_TEXT_PIECES * TEXT_PIECE_ROWS / 2 rows: see _joined).
+# joined (more with over MAX_TEXT_PIECES * TEXT_PIECE_ROWS / 2 rows: see row_list.joined).
 MAX_TEXT_PIECES = 512
 TEXT_PIECE_ROWS = 1024  # the rows of a text chunk as LanceDB returns them
 # Rows of a vector block as loaded. Large enough that a scan spends its time in the matrix
 # products, not in calling them; small enough that joining two blocks costs little.
 BLOCK_ROWS = 4096
 # Vector blocks a snapshot may hold before small neighbours are joined (more with over
-# MAX_BLOCKS * BLOCK_ROWS / 2 vectors, so that a join copies at most BLOCK_ROWS: see _joined).
+# MAX_BLOCKS * BLOCK_ROWS / 2 vectors, so that a join copies at most BLOCK_ROWS: see row_list.joined).
 MAX_BLOCKS = 64
 # The columns and schema metadata a compact snapshot is saved with (``to_arrow``, ``from_arrow``).
 CODES_COLUMN, SCALE_COLUMN, CELL_COLUMN = "vector_codes", "vector_scale", "vector_cell"
@@ -59,11 +62,12 @@ CENTROIDS_KEY, CENTROID_SHAPE_KEY = b"mcp_memory.centroids", b"mcp_memory.centro
 class SearchSnapshot:
     """Chunk metadata and vectors of one index generation, held in memory for fast search."""
 
-    ids: list[str]
-    paths: list[str]
+    # Per row, in shared pieces (``index/row_list.py``): an edit copies the rows it touches, not the list.
+    ids: RowList[str]
+    paths: RowList[str]
     start_lines: np.ndarray
     end_lines: np.ndarray
-    dates: list[dt.date | None]
+    dates: RowList[dt.date | None]
     texts: pa.ChunkedArray[pa.StringScalar]
     row_of: RowIndex  # row by chunk id
     # read-only (k, d) matrices, one after another the vectors of vector_rows: float32, or int8 codes when compact
@@ -89,20 +93,30 @@ class SearchSnapshot:
         return self.centroids is not None
 
     def hidden_mask(self, rules: PrivacyRules) -> np.ndarray:
-        """Rows of the files ``rules`` call private (computed once per snapshot and rules)."""
+        """Rows of the files ``rules`` call private (computed once per snapshot and rules; an edit's
+        snapshot carries it over, see ``_caches_after``)."""
         mask = self.hidden.get(rules)
         if mask is None:
-            by_path = {p: rules.is_private(p) for p in set(self.paths)}
-            mask = self.hidden[rules] = np.array([by_path[p] for p in self.paths], bool)
+            mask = self.hidden[rules] = self._per_row(rules.is_private)
         return mask
 
     def scope_mask(self, scopes: ScopeFilter) -> np.ndarray | None:
         """Rows of the files ``scopes`` covers; None when it covers every row, so that a workspace
-        without scopes searches as before (computed once per snapshot and filter)."""
+        without scopes searches as before (computed once per snapshot and filter; carried over
+        like ``hidden_mask``)."""
         if scopes not in self.scoped:
-            by_path = {p: scopes.covers(p) for p in set(self.paths)}
-            self.scoped[scopes] = None if all(by_path.values()) else np.array([by_path[p] for p in self.paths], bool)
+            mask = self._per_row(scopes.covers)
+            self.scoped[scopes] = None if mask.all() else mask
         return self.scoped[scopes]
+
+    def _per_row(self, of_path: Callable[[str], bool]) -> np.ndarray:
+        """Per row ``of_path`` of its path, asked once per path."""
+        if self.path_codes is None:
+            by_path = {p: of_path(p) for p in set(self.paths)}
+            return np.array([by_path[p] for p in self.paths], bool)
+        # path_code_of holds the paths in code order (codes are given in order of first sight)
+        by_code = np.array([of_path(p) for p in self.path_code_of], bool)
+        return by_code[self.path_codes] if len(self.path_codes) else np.zeros(0, bool)
 
     def similarities(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows that have a vector, and the dot product of each one's vector with ``query``.
@@ -225,11 +239,11 @@ class SearchSnapshot:
             if scales:
                 vectors = _with_cells(vectors)
         return cls(
-            ids=ids,
-            paths=cast("list[str]", table.column("path").to_pylist()),
+            ids=RowList.of(ids),
+            paths=RowList.of(cast("list[str]", table.column("path").to_pylist())),
             start_lines=table.column("start_line").to_numpy(),
             end_lines=table.column("end_line").to_numpy(),
-            dates=table.column("date").to_pylist(),
+            dates=RowList.of(table.column("date").to_pylist()),
             texts=table.column("text"),
             row_of=RowIndex.of(ids),
             blocks=vectors.blocks,
@@ -282,7 +296,7 @@ class SearchSnapshot:
         with none was deleted). Reloading a whole index of 100k chunks takes seconds; after an
         edit of one file this takes tens of milliseconds. This snapshot is left unchanged
         (searches in other threads may still be reading it). The kept rows stay in order and
-        the new ones follow; the term and privacy caches move along with their rows. Vector
+        the new ones follow; the term, privacy and scope caches move along with their rows. Vector
         blocks without a replaced row are shared with this snapshot (see the module docstring).
         """
         gone = set(paths)
@@ -290,77 +304,103 @@ class SearchSnapshot:
         new_paths = cast("list[str]", rows.column("path").to_pylist())
         if not gone.issuperset(new_paths):
             raise ValueError("replace_paths: rows of paths that are not being replaced")
-        keep, path_codes, path_code_of = self._kept_rows(gone, new_paths)
-        runs = _runs(keep)
+        kept, path_codes, path_code_of = self._kept_rows(gone, new_paths)
 
-        ids: list[str] = []
-        kept_paths: list[str] = []
-        dates: list[dt.date | None] = []
-        texts: list[pa.Array[Any]] = []
-        for start, end in runs:
-            ids.extend(self.ids[start:end])
-            kept_paths.extend(self.paths[start:end])
-            dates.extend(self.dates[start:end])
-            texts.extend(self.texts.slice(start, end - start).chunks)  # zero-copy views
         # cast: id is a non-nullable string column (chunk_schema), so no None
-        ids.extend(cast("list[str]", rows.column("id").to_pylist()))
-        kept_paths.extend(new_paths)
-        dates.extend(rows.column("date").to_pylist())
+        ids = self.ids.after(kept, cast("list[str]", rows.column("id").to_pylist()))
+        texts: list[pa.Array[Any]] = []
+        for start, end in kept.runs:
+            texts.extend(self.texts.slice(start, end - start).chunks)  # zero-copy views
         texts.extend(rows.column("text").cast(self.texts.type).chunks)
         # Each edit splits the column into more views; joining all of them at once would copy
         # every text (over 100 MB at 100k chunks), so only the smallest neighbours are joined.
         text_limit = max(MAX_TEXT_PIECES, 2 * -(-len(ids) // TEXT_PIECE_ROWS))
-        text_column = pa.chunked_array(_joined(texts, text_limit, pa.concat_arrays), self.texts.type)
+        text_column = pa.chunked_array(joined(texts, text_limit, pa.concat_arrays), self.texts.type)
 
         new_has_vector, new_blocks, _ = _arrow_vectors(rows, quantise=False)
-        has_vector = np.concatenate([self.has_vector[keep], new_has_vector])
-        vectors = self._vectors_after(keep, new_blocks)
+        kept_vectors, kept_vector_rows = self._kept_vectors(kept)
+        vectors = self._vectors_after(kept_vectors, new_blocks)
 
-        terms, hidden = self._caches_after(keep, new_paths)
-        return SearchSnapshot(
+        terms, hidden, scoped = self._caches_after(kept, new_paths)
+        snapshot = SearchSnapshot(
             ids=ids,
-            paths=kept_paths,
-            start_lines=np.concatenate([self.start_lines[keep], rows.column("start_line").to_numpy()]),
-            end_lines=np.concatenate([self.end_lines[keep], rows.column("end_line").to_numpy()]),
-            dates=dates,
+            paths=self.paths.after(kept, new_paths),
+            start_lines=np.concatenate([kept.take(self.start_lines), rows.column("start_line").to_numpy()]),
+            end_lines=np.concatenate([kept.take(self.end_lines), rows.column("end_line").to_numpy()]),
+            dates=self.dates.after(kept, rows.column("date").to_pylist()),
             texts=text_column,
-            row_of=self.row_of.after(keep, ids, int(keep.sum())),
+            row_of=self.row_of.after(kept, ids, kept.count),
             blocks=vectors.blocks,
-            vector_rows=np.flatnonzero(has_vector),
-            has_vector=has_vector,
+            vector_rows=np.concatenate([kept_vector_rows, np.flatnonzero(new_has_vector) + kept.count]),
+            has_vector=np.concatenate([kept.take(self.has_vector), new_has_vector]),
             terms=terms,
             hidden=hidden,
+            scoped=scoped,
             scales=vectors.scales,
             cells=vectors.cells,
             centroids=vectors.centroids,
             path_codes=path_codes,
             path_code_of=path_code_of,
         )
+        if vectors.centroids is not None and vectors.centroids is self.centroids and self._cell_sizes is not None:
+            # The same cells: their sizes less the dropped vectors', plus the new ones' (no count of every vector).
+            assert self.cells is not None and vectors.cells is not None
+            cells = len(self.centroids)
+            dropped = [self.cells[start:end] for start, end in kept_vectors.gaps()]
+            added = vectors.cells[kept_vectors.count :]
+            snapshot._cell_sizes = (self._cell_sizes + np.bincount(added, minlength=cells)
+                                    - np.bincount(np.concatenate([added[:0], *dropped]), minlength=cells))
+        return snapshot
 
-    def _kept_rows(self, gone: set[str], new_paths: list[str]) -> tuple[np.ndarray, np.ndarray | None, dict[str, int]]:
-        """Per row whether it stays (its path is not in ``gone``); the path numbers of the rows after."""
+    def _kept_rows(self, gone: set[str], new_paths: list[str]) -> tuple[KeptRows, np.ndarray | None, dict[str, int]]:
+        """The rows that stay (their path is not in ``gone``); the path numbers of the rows after."""
         if self.path_codes is None:
-            return np.fromiter((p not in gone for p in self.paths), bool, len(self.paths)), None, {}
+            return KeptRows.of(np.fromiter((p not in gone for p in self.paths), bool, len(self.paths))), None, {}
         code_of = self.path_code_of
-        keep = ~np.isin(self.path_codes, [code_of[p] for p in gone if p in code_of])
+        kept = KeptRows.of(~np.isin(self.path_codes, [code_of[p] for p in gone if p in code_of]))
         unseen = [p for p in dict.fromkeys(new_paths) if p not in code_of]
         if unseen:  # a new dict: this snapshot's is left as it is
             code_of = {**code_of, **{p: len(code_of) + i for i, p in enumerate(unseen)}}
         new_codes = np.array([code_of[p] for p in new_paths], np.int32)
-        return keep, np.concatenate([self.path_codes[keep], new_codes]), code_of
+        return kept, np.concatenate([kept.take(self.path_codes), new_codes]), code_of
 
-    def _caches_after(self, keep: np.ndarray,
-                      new_paths: list[str]) -> tuple[dict[int, frozenset[str]], dict[PrivacyRules, np.ndarray]]:
-        """The term and privacy caches of the kept rows at their new places, and the new rows' privacy."""
-        new_row = np.cumsum(keep) - 1  # where each kept row lands
-        terms = {int(new_row[row]): found for row, found in dict(self.terms).items() if keep[row]}
+    def _kept_vectors(self, kept: KeptRows) -> tuple[KeptRows, np.ndarray]:
+        """The vectors (by place in block order) of the ``kept`` rows, and the rows they will have."""
+        runs: list[tuple[int, int]] = []
+        rows: list[np.ndarray] = [self.vector_rows[:0]]
+        bounds = np.searchsorted(self.vector_rows, np.array(kept.runs, np.int64).reshape(-1, 2)).tolist()
+        at = 0  # the first row of each kept stretch after the edit
+        for (start, end), (low, high) in zip(kept.runs, bounds, strict=True):
+            if high > low:
+                runs.append((low, high))
+                rows.append(self.vector_rows[low:high] - (start - at))
+            at += end - start
+        return KeptRows(tuple(runs), len(self.vector_rows)), np.concatenate(rows)
+
+    def _caches_after(self, kept: KeptRows, new_paths: list[str],
+                      ) -> tuple[dict[int, frozenset[str]], dict[PrivacyRules, np.ndarray],
+                                 dict[ScopeFilter, np.ndarray | None]]:
+        """The term, privacy and scope caches of the kept rows at their new places, and the new
+        rows' privacy and scope (asking each filter about the new paths only: a whole mask asks
+        about every path, a tenth of a second at a million chunks)."""
+        old_terms = dict(self.terms)
+        moved = kept.new_rows(np.fromiter(old_terms, np.int64, len(old_terms)))  # where each row lands
+        terms = {int(row): found for row, found in zip(moved, old_terms.values(), strict=True) if row >= 0}
         hidden = {}
         for rules, mask in dict(self.hidden).items():
             private = {p: rules.is_private(p) for p in set(new_paths)}
-            hidden[rules] = np.concatenate([mask[keep], np.array([private[p] for p in new_paths], bool)])
-        return terms, hidden
+            hidden[rules] = np.concatenate([kept.take(mask), np.array([private[p] for p in new_paths], bool)])
+        scoped: dict[ScopeFilter, np.ndarray | None] = {}
+        for scopes, covered in dict(self.scoped).items():
+            by_path = {p: scopes.covers(p) for p in set(new_paths)}
+            if covered is None and all(by_path.values()):
+                scoped[scopes] = None
+            else:
+                old = np.ones(kept.count, bool) if covered is None else kept.take(covered)
+                scoped[scopes] = np.concatenate([old, np.array([by_path[p] for p in new_paths], bool)])
+        return terms, hidden, scoped
 
-    def _vectors_after(self, keep: np.ndarray, new_blocks: tuple[np.ndarray, ...]) -> _Vectors:
+    def _vectors_after(self, kept_vectors: KeptRows, new_blocks: tuple[np.ndarray, ...]) -> _Vectors:
         """The vectors ``replace_paths`` makes: this one's kept vectors in order, then ``new_blocks`` (float32).
 
         A compact snapshot's new vectors are coded and put in its cells; an exact one that
@@ -368,7 +408,7 @@ class SearchSnapshot:
         """
         if new_blocks and self.blocks and new_blocks[0].shape[1] != self.blocks[0].shape[1]:
             raise ValueError("replace_paths: the new rows' vectors have another size")
-        kept = keep[self.vector_rows]  # per vector, in block order
+        kept = kept_vectors.mask()  # per vector, in block order
         if not self.compact:
             blocks, _ = self._blocks_after(kept, new_blocks, ())
             if sum(len(block) for block in blocks) >= compact.COMPACT_FROM:
@@ -378,7 +418,7 @@ class SearchSnapshot:
         coded_blocks, coded_scales = _coded(new_blocks)
         blocks, scales = self._blocks_after(kept, coded_blocks, coded_scales)
         new_cells = [compact.nearest_cells(self.centroids, block) for block in new_blocks]
-        return _Vectors(blocks, scales, np.concatenate([self.cells[kept], *new_cells]), self.centroids)
+        return _Vectors(blocks, scales, np.concatenate([kept_vectors.take(self.cells), *new_cells]), self.centroids)
 
     def _blocks_after(self, kept: np.ndarray, new_blocks: tuple[np.ndarray, ...],
                       new_scales: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
@@ -409,8 +449,8 @@ class SearchSnapshot:
         # Every block costs a call per search: past the limit, small neighbours are joined (the
         # scales by the same sizes, so the same neighbours).
         limit = max(MAX_BLOCKS, 2 * -(-sum(len(piece) for piece in pieces) // BLOCK_ROWS))
-        joined_scales = tuple(_joined(scale_pieces, limit, _stacked)) if self.compact else ()
-        return tuple(_joined(pieces, limit, _stacked)), joined_scales
+        joined_scales = tuple(joined(scale_pieces, limit, _stacked)) if self.compact else ()
+        return tuple(joined(pieces, limit, _stacked)), joined_scales
 
     @classmethod
     def from_chunks(cls, chunks: list[Chunk]) -> SearchSnapshot:
@@ -426,7 +466,8 @@ class SearchSnapshot:
 
     @classmethod
     def empty(cls) -> SearchSnapshot:
-        return cls([], [], np.zeros(0, np.int32), np.zeros(0, np.int32), [], pa.chunked_array([], pa.string()),
+        return cls(RowList.of([]), RowList.of([]), np.zeros(0, np.int32), np.zeros(0, np.int32), RowList.of([]),
+                   pa.chunked_array([], pa.string()),
                    RowIndex.of([]), (), np.zeros(0, np.int64), np.zeros(0, bool))
 
     def __len__(self) -> int:
@@ -439,11 +480,11 @@ class SearchSnapshot:
         vector column, and its centroids in the schema metadata.
         """
         columns: dict[str, Any] = {
-            "id": self.ids,
-            "path": self.paths,
+            "id": list(self.ids),
+            "path": list(self.paths),
             "start_line": self.start_lines,
             "end_line": self.end_lines,
-            "date": pa.array(self.dates, pa.date32()),
+            "date": pa.array(list(self.dates), pa.date32()),
             "text": self.texts.combine_chunks() if self.texts.num_chunks else pa.array([], pa.string()),
         }
         if "vector" not in schema.names:
@@ -625,24 +666,6 @@ class _Coder:
         block.flags.writeable = False
         self.blocks.append(block)
         self.current = None
-
-
-def _joined(pieces: list[PieceT], limit: int, join: Callable[[list[PieceT]], PieceT]) -> list[PieceT]:
-    """``pieces`` without empty ones, the smallest two neighbours joined while there are over ``limit``.
-
-    Each replacement adds a piece or two (the new rows; a touched piece cut in two), so their
-    count would grow without end. The callers set ``limit`` to at least twice the number of
-    full pieces (``BLOCK_ROWS`` or ``TEXT_PIECE_ROWS`` rows) that all rows fill: past it the
-    pieces average under half a full one, so the smallest neighbours hold at most a full
-    piece's rows. One join copies that much at most (a few megabytes, never the whole
-    column), and a replacement needs about as many joins as it added pieces.
-    """
-    pieces = [piece for piece in pieces if len(piece)]
-    while len(pieces) > limit:
-        sizes = np.array([len(piece) for piece in pieces])
-        i = int(np.argmin(sizes[:-1] + sizes[1:]))
-        pieces[i : i + 2] = [join(pieces[i : i + 2])]
-    return pieces
 
 
 def _stacked(blocks: list[np.ndarray]) -> np.ndarray:
