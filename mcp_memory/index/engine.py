@@ -181,7 +181,8 @@ class Engine:
         self.open()
         self.refresh_snapshot()
         snap = self.searcher.snapshot
-        newest = sorted(range(len(snap.paths)), key=lambda row: snap.dates[row] or dt.date.max, reverse=True)
+        dates = list(snap.dates)  # one pass over its pieces, not a lookup per row
+        newest = sorted(range(len(dates)), key=lambda row: dates[row] or dt.date.max, reverse=True)
         return [snap.texts[row].as_py() for row in newest]
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
