@@ -21,7 +21,9 @@ is named by the memory holding its best line):
   listed with ``replaced_by`` = the newer's id;
 * recall (``memory.recall_hits``): an update wins when the newer is shown and the older is not;
 * a lookalike or unrelated pair is falsely superseded when either of its memories gets a
-  ``replaced_by`` (search) or is shown with the feature off but not with it on (recall).
+  ``replaced_by`` (search) or is shown with the feature off but not with it on (recall); an
+  update pair is "marked by a third" when its older names another memory than the newer, or its
+  newer names any (a false supersession too, counted apart).
 
 Then ``memory.sleep.run(dry_run=True)``: an update is found when its older memory is marked
 superseded by its newer one; any mark on a lookalike or unrelated pair, or between memories of
@@ -188,8 +190,12 @@ def judge_mode(pair: dict[str, Any], mode: str, on: dict[str, Any], off: dict[st
         else:
             win = new_at is not None and (old_at is None or new_at < old_at)
         marked = old_at is not None and seen["older_replaced_by"] == seen["new_id"]
+        # Either memory named stale by a third one ("prefers npm as the package manager" by "switched
+        # the task manager to Todoist"): a false supersession on an update pair.
+        wrong = seen["older_replaced_by"] not in (None, "", seen["new_id"]) or bool(seen["newer_replaced_by"])
         return {"win": win, "marked": marked, "both": old_at is not None and new_at is not None,
-                "shown": old_at is not None or new_at is not None, "newer_found": new_at is not None}
+                "shown": old_at is not None or new_at is not None, "newer_found": new_at is not None,
+                "wrong": wrong}
     false = bool(seen["older_replaced_by"]) or bool(seen["newer_replaced_by"])
     if mode == "recall" and off is not None:
         before = off[mode]
@@ -242,6 +248,7 @@ def summarise(pairs: list[dict[str, Any]], outcomes: dict[str, dict[str, Any]], 
             marked = [outcomes[p["id"]]["on"][mode] for p in ups]
             if mode != "recall" and marked:
                 row[f"{mode}_marked"] = round(sum(r["marked"] for r in marked) / len(marked), 3)
+                row[f"{mode}_wrong"] = sum(r.get("wrong", False) for r in marked)
             row[f"{mode}_false"] = sum(outcomes[p["id"]]["on"][mode]["false"] for p in rest)
         found = sum(sleep.get(p["id"]) == "superseded" for p in ups)
         false = sum(bool(sleep.get(p["id"])) for p in rest) + sum(
@@ -258,8 +265,9 @@ def summarise(pairs: list[dict[str, Any]], outcomes: dict[str, dict[str, Any]], 
 
 def print_table(table: dict[str, Any]) -> str:
     lines = ["| split/lang | updates | default on/off | precise on/off | deep on/off | recall on/off | marked d/p/dp "
-             "| false d/p/dp/r (non-updates) | sleep found | sleep false (rate) | sleep weighted acc |",
-             "| --- | ---: | --- | --- | --- | --- | --- | --- | ---: | --- | ---: |"]
+             "| false d/p/dp/r (non-updates) | marked by a third d/p/dp (updates) | sleep found | sleep false (rate) "
+             "| sleep weighted acc |",
+             "| --- | ---: | --- | --- | --- | --- | --- | --- | --- | ---: | --- | ---: |"]
     for key, row in table.items():
         if not isinstance(row, dict):
             continue
@@ -267,8 +275,9 @@ def print_table(table: dict[str, Any]) -> str:
                            f"({row.get(f'{m}_off_shown', '-')})" for m in MODES)
         marked = " / ".join(str(row.get(f"{m}_marked", "-")) for m in ("default", "precise", "deep"))
         false = " / ".join(str(row[f"{m}_false"]) for m in MODES)
+        wrong = " / ".join(str(row.get(f"{m}_wrong", "-")) for m in ("default", "precise", "deep"))
         lines.append(f"| {key} | {row['updates']} | {modes} | {marked} | {false} of "
-                     f"{row['lookalikes'] + row['unrelated']} | {row['sleep_found']} | {row['sleep_false']} "
+                     f"{row['lookalikes'] + row['unrelated']} | {wrong} | {row['sleep_found']} | {row['sleep_false']} "
                      f"({row['sleep_false_rate']}) | {row['sleep_weighted_accuracy']} |")
     lines.append(f"\nsleep marks between memories of different pairs or fillers: {table['other_sleep_marks']}")
     return "\n".join(lines)

@@ -78,6 +78,7 @@ def assert_later_wins(hits: list[dict[str, Any]], older: str, newer: str) -> Non
     ("小陈住在北京朝阳区。", "小陈搬到深圳南山区了。"),
     ("The team's CI runs on Jenkins.", "持续集成已经从 Jenkins 迁移到 GitHub Actions。"),
     ("用户的 Kindle 是 Paperwhite 3。", "The user replaced the Paperwhite 3 with a Kindle Scribe."),
+    ("The user's manager is Priya.", "The user now reports to Marcus."),
 ])
 def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     assert supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
@@ -97,6 +98,9 @@ def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     ("华东区的缓存节点是 cache-a1。", "华北区的缓存节点是 cache-b2。"),  # another region
     ("用户喜欢吃苹果。", "用户喜欢吃芒果。"),  # one likes many things
     ("安卓端用 Kotlin 写。", "The iOS app is written in Swift now."),  # another platform
+    # "manager" in a compound names a tool, not the user's manager
+    ("The user prefers npm as the package manager.", "The user switched the task manager to Todoist."),
+    ("The user's manager is Priya.", "The user switched the password manager to Bitwarden."),
 ])
 def test_facts_that_both_hold_are_not_updates(older: str, newer: str) -> None:
     assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))

@@ -140,6 +140,9 @@ class _Read:
     units: frozenset[str]  # specific words: those words, Chinese as character pairs, no bare numbers
     latin: frozenset[str]  # Latin words of three letters or more: anchors across languages
     concepts: frozenset[str]
+    # (concept, the noun before its English word, or ""): "package manager" and "task manager" name
+    # tools, not the user's manager; Chinese concept words count with "".
+    concept_nouns: frozenset[tuple[str, str]]
     contrasts: tuple[frozenset[int], ...]  # per family of contrasts (words/updates.toml), the members named
     owner: str | None  # the first possessor ("bob" of "Bob's", 小王 of 小王的)
     person: str | None  # the first content word or character pair, generic ones included ("user", 用户)
@@ -218,13 +221,25 @@ def _read(text: str) -> _Read:
                                                for t in tokens),
         words=words, units=frozenset(u for u in ordered if u not in w.generic and not _is_value(u)),
         latin=frozenset(t for t in words if t.isascii() and t.isalpha() and len(t) >= 3),
-        concepts=concepts, contrasts=contrasts, owner=owner,
+        concepts=concepts, concept_nouns=_concept_nouns(tokens, content, named), contrasts=contrasts, owner=owner,
         person=w.same_person.get(ordered[0], ordered[0]) if ordered else None,
         subject=next((u for u in ordered[after:] if u not in w.generic and not _is_value(u) and not _is_slot_verb(u)),
                      None),
         cue=bool(w.change_en.search(body) or cue_spans or w.new_value.search(body)),
         cjk=len(_CJK_CHAR.findall(body)) > 2 * len(re.findall(r"[a-z]+", body)),
         statement=bool(words) and len(tokens) <= MAX_TOKENS and _shaped_as_statement(body))
+
+
+def _concept_nouns(tokens: list[str], content: list[bool], named: set[str]) -> frozenset[tuple[str, str]]:
+    """Each concept a memory names, with the content word just before its English word ("" when
+    none: "the user's manager", "now reports"), so that a compound names its own thing."""
+    w = _words()
+    out = {(w.concept_of[word], "") for word in named if word in w.concept_of and not word.isascii()}
+    for i, token in enumerate(tokens):
+        if token in w.concept_of and token.isascii():
+            before = tokens[i - 1] if i and content[i - 1] and tokens[i - 1].isascii() else ""
+            out.add((w.concept_of[token], "" if before in w.generic or before in w.concept_of else before))
+    return frozenset(out)
 
 
 _NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
@@ -557,7 +572,10 @@ def _changed_in_words(old: _Read, new: _Read) -> bool | None:
         return True  # one word in common, leading both: "Sprints" / "The sprint length"
     if same_person and old.person in w.same_person.values() and any(_is_cjk(u[:1]) and len(u) == 2 for u in shared):
         return True  # 用户的私人教练 / 用户现在跟另一位教练: a pair of characters names a thing, not an action
-    return same_person and bool(concepts & w.one_at_a_time)
+    # The same kind of fact one has one of at a time, named alike ("manager" / "reports to", not
+    # "the package manager" / "the task manager").
+    tied = {concept for concept, _ in old.concept_nouns & new.concept_nouns}
+    return same_person and bool(tied & w.one_at_a_time)
 
 
 def _same_head(old: _Read, new: _Read) -> bool:
