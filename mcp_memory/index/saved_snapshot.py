@@ -16,6 +16,8 @@ When it is written:
 
 Any other write to the index replaces the generation, so a saved file older than the index is
 never read; a process killed before saving costs the next one the slow path, nothing else.
+A process killed while saving leaves its temporary file (as large as the snapshot) beside the
+index, never read; the next save removes it once its writer is gone.
 The file holds the memory's text, private files included, like the index beside it: it is
 readable by its owner only.
 """
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,8 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FILE = "snapshot.arrow"
 _GENERATION_KEY = b"mcp_memory.generation"
 _FINGERPRINT_KEY = b"mcp_memory.fingerprint"
+_TEMPORARY_PREFIX = ".snapshot-"  # then the writer's pid, a dash, a random part, ".tmp"
+_LEFTOVER_AGE = 3600.0  # seconds: a save takes seconds, so a temporary this old is a killed one's
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,9 @@ def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:
     metadata = {**(rows.schema.metadata or {}),
                 _GENERATION_KEY: tag.generation.encode(), _FINGERPRINT_KEY: tag.fingerprint.encode()}
     rows = rows.replace_schema_metadata(metadata)
-    fd, temporary = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=path.parent)  # mode 0600
+    remove_leftovers(path.parent)
+    fd, temporary = tempfile.mkstemp(prefix=f"{_TEMPORARY_PREFIX}{os.getpid()}-", suffix=".tmp",
+                                     dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as handle, pyarrow.ipc.new_file(handle, rows.schema) as writer:
             writer.write_table(rows)
@@ -100,3 +108,40 @@ def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Remove the temporary files of saves killed before their rename.
+
+    Nothing else ever removes them, and each is as large as the snapshot. A temporary is a
+    leftover when the process named in it no longer runs, or (a pid reused, a name without
+    one) when it is older than any save takes; one of a save under way is left alone.
+    """
+    now = time.time()
+    for temporary in folder.glob(f"{_TEMPORARY_PREFIX}*.tmp"):
+        writer = _writer_pid(temporary.name)
+        try:
+            if (writer is None or _running(writer)) and now - temporary.stat().st_mtime < _LEFTOVER_AGE:
+                continue
+            temporary.unlink()
+        except OSError:  # removed meanwhile by another process, or not ours to remove
+            continue
+        log.info("removed %s, left by a save that was killed", temporary.name)
+
+
+def _writer_pid(name: str) -> int | None:
+    """The pid in a temporary's name (``.snapshot-<pid>-<random>.tmp``), None in another name."""
+    pid, dash, _ = name[len(_TEMPORARY_PREFIX):].partition("-")
+    return int(pid) if dash and pid.isdigit() else None
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid() or sys.platform == "win32":
+        return True  # this process's own save in another thread; on Windows signal 0 would end the process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (EPERM) it runs, as another user
+        return True
+    return True
