@@ -39,7 +39,7 @@ class MemoryVectors:
         self._lock = threading.Lock()
 
     def vectors(self, texts: list[str]) -> list[np.ndarray | None]:
-        """Each memory's vector (of its words without markers); None for all when the embedder fails."""
+        """Each memory's vector (of its words without markers); None where the embedder failed."""
         with self._lock:
             found = {t: self._kept[t] for t in texts if t in self._kept}
         missing = [t for t in dict.fromkeys(texts) if t not in found]
