@@ -29,12 +29,13 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from conftest import HashEmbedder, write
+from conftest import HashEmbedder
 from mcp_memory.config import Settings
 from mcp_memory.index import compact
 from mcp_memory.index.saved_snapshot import SavedTag, read_tag, save, saved_path
 from mcp_memory.index.snapshot import CODES_COLUMN
 from mcp_memory.memory import Memory
+from test_compact_vectors import facts, found  # the same workspace of numbered facts
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
@@ -101,17 +102,6 @@ _KILLED_RUN = textwrap.dedent("""
         memory.index()
     print("finished", flush=True)
 """)
-
-
-def facts(workspace: Path, first: int, count: int) -> None:
-    """``count`` topic files of five facts each, file numbers from ``first``."""
-    for n in range(first, first + count):
-        lines = "\n".join(f"- Fact {n}-{j}: the crate numbered {n * 10 + j} holds item{n}x{j}." for j in range(5))
-        write(workspace, f"memory/topics/f{n:04d}.md", f"# Facts {n}\n\n{lines}\n")
-
-
-def found(memory: Memory, n: int, j: int) -> bool:
-    return any(f"item{n}x{j}" in hit.snippet for hit in memory.search(f"crate {n * 10 + j} item{n}x{j}"))
 
 
 def answers(memory: Memory) -> list[tuple[str, int, int, float]]:
