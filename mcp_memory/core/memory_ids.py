@@ -34,7 +34,8 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 # A list item's marker (with its task box); with HTML comments, not part of a memory's words.
 LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _CATEGORY = re.compile(r"^\[[A-Za-z][\w-]{0,30}\]\s+")
-_LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
+# "(2026-11-26)" closing a memory: the day it was learned, or stated (group 1)
+LEARNED_DATE = re.compile(r"\s*\((\d{4}-\d{2}-\d{2})\)\s*$")
 _NOT_WORD = re.compile(r"[\W_]+")
 HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)  # the sleep cycle's marks, and any other
 RETIRED_MARK = "<!-- "  # every retirement mark starts so (a cheap first check before the pattern)
@@ -64,7 +65,7 @@ def memory_key(text: str) -> str:
     words = []
     for raw in HTML_COMMENT.sub(" ", text).split("\n"):
         line = LIST_MARKER.sub("", raw).strip()
-        line = _LEARNED_DATE.sub("", _CATEGORY.sub("", line))
+        line = LEARNED_DATE.sub("", _CATEGORY.sub("", line))
         words.append(line)
     folded = unicodedata.normalize("NFKC", " ".join(words)).casefold()
     return " ".join(_NOT_WORD.sub(" ", folded).split())
@@ -75,7 +76,7 @@ def memory_body(line: str) -> str:
     body = line.strip().removeprefix("- ").removeprefix("* ")
     if body.startswith("[") and "] " in body:
         body = body.split("] ", 1)[1]
-    return _LEARNED_DATE.sub("", body)
+    return LEARNED_DATE.sub("", body)
 
 
 def statement_body(text: str) -> str:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from mcp_memory.core.hits import SearchHit
-from mcp_memory.core.memory_ids import HTML_COMMENT, LIST_MARKER, split_memories
+from mcp_memory.core.memory_ids import HTML_COMMENT, LEARNED_DATE, LIST_MARKER, split_memories
 from mcp_memory.core.opposites import opposed
 
 if TYPE_CHECKING:
@@ -73,7 +73,6 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"\d+(?:[.:]\d+)*|@?[a-z]+(?:'s\b)?|[{_CJK}]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _CATEGORY = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
-_STATED = re.compile(r"\((\d{4}-\d{2}-\d{2})\)\s*$")
 
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 # The end of a sentence followed by another: two or more make a passage, not one statement.
@@ -119,7 +118,7 @@ def has_change_cue(text: str) -> bool:
 
 def stated_date(text: str, fallback: dt.date | None) -> dt.date | None:
     """The ``(YYYY-MM-DD)`` a memory ends with, else ``fallback`` (its file's day)."""
-    found = _STATED.search(HTML_COMMENT.sub("", text).rstrip())
+    found = LEARNED_DATE.search(HTML_COMMENT.sub("", text).rstrip())
     if found:
         try:
             return dt.date.fromisoformat(found.group(1))
@@ -165,7 +164,7 @@ def _body(text: str) -> tuple[str, str | None]:
     body = " ".join(LIST_MARKER.sub("", line).strip() for line in body.split("\n"))
     body = unicodedata.normalize("NFKC", body).strip()
     category = _CATEGORY.match(body)
-    body = _STATED.sub("", _CATEGORY.sub("", body)).strip().casefold().replace("’", "'")
+    body = LEARNED_DATE.sub("", _CATEGORY.sub("", body)).strip().casefold().replace("’", "'")
     return _THOUSANDS.sub("", body), category.group(1).lower() if category else None
 
 

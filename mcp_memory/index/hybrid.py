@@ -367,11 +367,10 @@ class HybridSearcher:
             return in_scope
         mask = np.ones(len(snap), bool) if in_scope is None else in_scope.copy()
         if source:
-            by_path = {p: source_of(p) == source for p in set(snap.paths)}
-            mask &= np.array([by_path[p] for p in snap.paths], bool)
+            mask &= snap.per_path(lambda path: source_of(path) == source)
         if path_prefix:
             prefix = _clean_prefix(path_prefix)
-            mask &= np.array([p.startswith(prefix) for p in snap.paths], bool)
+            mask &= snap.per_path(lambda path: path.startswith(prefix))
         if after or before:
             low, high = after or dt.date.min, before or dt.date.max
             # Evergreen files have no date, so a date range leaves them out.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 from mcp_memory.capture.rules import captured_form
 from mcp_memory.core.analysis import jaccard, keyword_tokens
 from mcp_memory.core.hits import MemoryLine, SearchHit
-from mcp_memory.core.memory_ids import memory_body
+from mcp_memory.core.memory_ids import LEARNED_DATE, memory_body
 from mcp_memory.core.reading import Reader
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 T = TypeVar("T")
-_LEARNED_DATE = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")  # "(2026-11-26)" closing a captured fact
 _NOT_LETTER_OR_DIGIT = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_"
 CANDIDATE_CHUNKS = 5  # chunks whose lines a text is compared with
 # A near-duplicate shares most of its words. Over 7,455 memory lines (the LoCoMo conversations and
@@ -229,9 +228,9 @@ def statement_key(line: str, today: dt.date | None = None) -> str:
 
 def _learned_day(line: str) -> dt.date | None:
     """The day a captured line was learned ("... (2026-11-26)"), when it says one."""
-    learned = _LEARNED_DATE.search(line.strip())
+    learned = LEARNED_DATE.search(line.strip())
     try:
-        return dt.date.fromisoformat(learned.group(0).strip(" ()")) if learned else None
+        return dt.date.fromisoformat(learned.group(1)) if learned else None
     except ValueError:
         return None  # "(2026-13-45)": not a day
 

@@ -97,7 +97,7 @@ class SearchSnapshot:
         snapshot carries it over, see ``_caches_after``)."""
         mask = self.hidden.get(rules)
         if mask is None:
-            mask = self.hidden[rules] = self._per_row(rules.is_private)
+            mask = self.hidden[rules] = self.per_path(rules.is_private)
         return mask
 
     def scope_mask(self, scopes: ScopeFilter) -> np.ndarray | None:
@@ -105,12 +105,12 @@ class SearchSnapshot:
         without scopes searches as before (computed once per snapshot and filter; carried over
         like ``hidden_mask``)."""
         if scopes not in self.scoped:
-            mask = self._per_row(scopes.covers)
+            mask = self.per_path(scopes.covers)
             self.scoped[scopes] = None if mask.all() else mask
         return self.scoped[scopes]
 
-    def _per_row(self, of_path: Callable[[str], bool]) -> np.ndarray:
-        """Per row ``of_path`` of its path, asked once per path."""
+    def per_path(self, of_path: Callable[[str], bool]) -> np.ndarray:
+        """Per row ``of_path`` of its path, asked once per path (a filter by file, not by row)."""
         if self.path_codes is None:
             by_path = {p: of_path(p) for p in set(self.paths)}
             return np.array([by_path[p] for p in self.paths], bool)
