@@ -40,6 +40,7 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     snap = ranking.snapshot
     found: dict[int, str] = {}  # row -> the memory in it that updates a fact
     undecided: list[tuple[int, str, updates.Statement]] = []  # (row, memory, fact) the words leave open
+    statements: dict[int, list[updates.Statement]] = {}  # a row's memories, read once for every fact
     for place, fact in facts:
         if place >= len(rows):
             continue
@@ -50,7 +51,9 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
                  *rows]
         for other in close:
             if other != row and other not in found and _later(snap, other, fact):
-                update, unsure = _update_in(snap, other, fact)
+                if other not in statements:
+                    statements[other] = _statements(snap, other)
+                update, unsure = _update_in(statements[other], fact)
                 if update is not None:
                     found[other] = update
                 undecided.extend((other, text, fact) for text in unsure)
@@ -71,19 +74,24 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     return hits
 
 
-def _update_in(snap: SearchSnapshot, row: int, fact: updates.Statement) -> tuple[str | None, list[str]]:
-    """The first memory of ``row``'s chunk that updates ``fact`` by the text rules (None when none
+def _statements(snap: SearchSnapshot, row: int) -> list[updates.Statement]:
+    """The memories of ``row``'s chunk, each with its date (its own, else its file's)."""
+    lines = snap.texts[row].as_py().split("\n")
+    texts = ["\n".join(lines[unit.start : unit.end + 1]) for unit in split_memories(lines)]
+    return [updates.Statement(text, updates.stated_date(text, snap.dates[row])) for text in texts]
+
+
+def _update_in(memories: list[updates.Statement], fact: updates.Statement) -> tuple[str | None, list[str]]:
+    """The first of a chunk's ``memories`` that updates ``fact`` by the text rules (None when none
     does: most neighbours, and only these become hits, for building a hit is the costly part), and
     the memories before it the rules leave undecided (across languages)."""
-    lines = snap.texts[row].as_py().split("\n")
     unsure: list[str] = []
-    for unit in split_memories(lines):
-        text = "\n".join(lines[unit.start : unit.end + 1])
-        found = updates.by_words(updates.Statement(text, updates.stated_date(text, snap.dates[row])), fact)
+    for memory in memories:
+        found = updates.by_words(memory, fact)
         if found:
-            return text, unsure
+            return memory.text, unsure
         if found is None:
-            unsure.append(text)
+            unsure.append(memory.text)
     return None, unsure
 
 
