@@ -79,6 +79,10 @@ def assert_later_wins(hits: list[dict[str, Any]], older: str, newer: str) -> Non
     ("The team's CI runs on Jenkins.", "持续集成已经从 Jenkins 迁移到 GitHub Actions。"),
     ("用户的 Kindle 是 Paperwhite 3。", "The user replaced the Paperwhite 3 with a Kindle Scribe."),
     ("The user's manager is Priya.", "The user now reports to Marcus."),
+    # a compound said again in full, and a host name as the value
+    ("The release notes are kept in the wiki.", "The release notes now go in CHANGELOG.md."),
+    ("构建机的地址是 ci-03。", "构建机现在换成 ci-09 了。"),
+    ("The build agent runs on ci-03.", "The build agent now runs on ci-09."),
 ])
 def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     assert supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
@@ -101,6 +105,12 @@ def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     # "manager" in a compound names a tool, not the user's manager
     ("The user prefers npm as the package manager.", "The user switched the task manager to Todoist."),
     ("The user's manager is Priya.", "The user switched the password manager to Bitwarden."),
+    # ...and a concept word before another noun names that noun: a checklist and a branch
+    ("The release checklist is in the wiki.", "The release branch is now cut on Fridays."),
+    # the letters of a host name are not a word of the memory: "log-07" says nothing of logs
+    ("The payments service logs to Graylog.", "日志主机现在换成 log-07 了。"),
+    # one head, two things: a cache server and a monitoring server
+    ("缓存服务器在广州机房。", "监控服务器现在迁到杭州了。"),
 ])
 def test_facts_that_both_hold_are_not_updates(older: str, newer: str) -> None:
     assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))

@@ -70,7 +70,10 @@ NEAR_COSINE = 0.5
 
 MAX_TOKENS = 40  # a memory longer than this (words; Chinese: characters) is a passage, not one fact
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"\d+(?:[.:]\d+)*|@?[a-z]+(?:'s\b)?|[{_CJK}]")
+# A hyphenated name holding a digit ("log-04", "db-2", "gpt-4") is one token, a value: its letters
+# ("log") are not a word of the memory, so a host name ties no subject to the logs.
+_IDENTIFIER = re.compile(r"(?=(?:[a-z0-9]+-)*[a-z0-9]*\d)[a-z0-9]+(?:-[a-z0-9]+)+")
+_TOKEN = re.compile(rf"{_IDENTIFIER.pattern}|\d+(?:[.:]\d+)*|@?[a-z]+(?:'s\b)?|[{_CJK}]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _CATEGORY = re.compile(r"^\[([A-Za-z][\w-]{0,30})\]\s*")
 
@@ -139,9 +142,9 @@ class _Read:
     units: frozenset[str]  # specific words: those words, Chinese as character pairs, no bare numbers
     latin: frozenset[str]  # Latin words of three letters or more: anchors across languages
     concepts: frozenset[str]
-    # (concept, the noun before its English word, or ""): "package manager" and "task manager" name
-    # tools, not the user's manager; Chinese concept words count with "".
-    concept_nouns: frozenset[tuple[str, str]]
+    # (concept, the nouns before and after its English word, or ""): "package manager" and "task
+    # manager" name tools, not the user's manager; Chinese concept words count with "".
+    concept_nouns: frozenset[tuple[str, str, str]]
     contrasts: tuple[frozenset[int], ...]  # per family of contrasts (words/updates.toml), the members named
     owner: str | None  # the first possessor ("bob" of "Bob's", 小王 of 小王的)
     person: str | None  # the first content word or character pair, generic ones included ("user", 用户)
@@ -229,15 +232,20 @@ def _read(text: str) -> _Read:
         statement=bool(words) and len(tokens) <= MAX_TOKENS and _shaped_as_statement(body))
 
 
-def _concept_nouns(tokens: list[str], content: list[bool], named: set[str]) -> frozenset[tuple[str, str]]:
-    """Each concept a memory names, with the content word just before its English word ("" when
-    none: "the user's manager", "now reports"), so that a compound names its own thing."""
+def _concept_nouns(tokens: list[str], content: list[bool], named: set[str]) -> frozenset[tuple[str, str, str]]:
+    """Each concept a memory names, with the content words just before and just after its English
+    word ("" when none: "the user's manager", "now reports"), so that a compound names its own
+    thing: "the package manager" is not the user's manager, and "release notes" and "the release
+    build" are two things named after a release, not two versions of one."""
     w = _words()
-    out = {(w.concept_of[word], "") for word in named if word in w.concept_of and not word.isascii()}
+    out = {(w.concept_of[word], "", "") for word in named if word in w.concept_of and not word.isascii()}
     for i, token in enumerate(tokens):
         if token in w.concept_of and token.isascii():
             before = tokens[i - 1] if i and content[i - 1] and tokens[i - 1].isascii() else ""
-            out.add((w.concept_of[token], "" if before in w.generic or before in w.concept_of else before))
+            after = tokens[i + 1] if i + 1 < len(tokens) and content[i + 1] and tokens[i + 1].isascii() else ""
+            if _is_slot_verb(token) or _is_value(after) or after in w.concept_of:
+                after = ""  # "prefers pnpm" names its value, "version 2" its number: neither is a compound
+            out.add((w.concept_of[token], "" if before in w.generic or before in w.concept_of else before, after))
     return frozenset(out)
 
 
@@ -248,6 +256,8 @@ def _stem(word: str) -> str:
     """A light English stemmer: "moved", "moves", "moving" → "mov"; "preferred" → "prefer"."""
     if len(word) <= 3:
         return word
+    if word.startswith("note") and len(word) <= 6:
+        return "note"  # "notes", "noted": not the negation "not", a cue
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
             word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -457,7 +467,7 @@ def _compiled(data: dict[str, Any]) -> _Words:
 def _is_value(unit: str) -> bool:
     """A number, a day, a time or a duration (a Chinese pair: both characters such)."""
     w = _words()
-    if _NUMBER.fullmatch(unit) or unit in w.value_words or _stem(unit) in w.value_words:
+    if _NUMBER.fullmatch(unit) or _IDENTIFIER.fullmatch(unit) or unit in w.value_words or _stem(unit) in w.value_words:
         return True
     return len(unit) == 2 and all(ch in w.value_chars for ch in unit)
 
@@ -553,7 +563,8 @@ def _changed_in_words(old: _Read, new: _Read) -> bool | None:
     same_person = old.person is not None and old.person == new.person
     if old.cjk != new.cjk:  # across languages: names and Latin words, or the same thing or slot
         # ...and the earlier's Latin words and numbers, its value when it has them, are not all said again
-        named = {t for t in old.tokens if t.isascii() and t.isalnum() and t not in w.stop_stems} - w.generic
+        named = {t for t in old.tokens if t.isascii() and (t.isalnum() or _IDENTIFIER.fullmatch(t))
+                 and t not in w.stop_stems} - w.generic
         if named and named <= set(new.tokens):
             return False  # "安卓端用 Kotlin 写" / "the user writes Kotlin now": the same value, not a new one
         if old.latin & new.latin or len(concepts) >= 2 or (same_person and concepts & (w.one_at_a_time | w.things)):
@@ -566,15 +577,24 @@ def _changed_in_words(old: _Read, new: _Read) -> bool | None:
     shared = {u for u in old.units & new.units if not _is_slot_verb(u)}
     # Most of the earlier is said again (Chinese pairs are many, some across word boundaries: a quarter).
     if len(shared) >= 2 and len(shared) >= (0.25 if old.cjk else 0.5) * len(old.units):
-        return True
+        return _same_thing(old, new)
     if shared and same_person and old.subject is not None and old.subject == new.subject and _same_head(old, new):
         return True  # one word in common, leading both: "Sprints" / "The sprint length"
     if same_person and old.person in w.same_person.values() and any(_is_cjk(u[:1]) and len(u) == 2 for u in shared):
         return True  # 用户的私人教练 / 用户现在跟另一位教练: a pair of characters names a thing, not an action
     # The same kind of fact one has one of at a time, named alike ("manager" / "reports to", not
     # "the package manager" / "the task manager").
-    tied = {concept for concept, _ in old.concept_nouns & new.concept_nouns}
+    tied = {concept for concept, _, _ in old.concept_nouns & new.concept_nouns}
     return same_person and bool(tied & w.one_at_a_time)
+
+
+def _same_thing(old: _Read, new: _Read) -> bool:
+    """Whether two memories that share words name one thing: the subject of one is a word of the
+    other. 备份服务器 and 日志服务器 share the head but neither subject: two servers. Statements
+    about the user are about one person whatever word comes next ("用户用 Windows 笔记本写代码")."""
+    if old.subject is None or new.subject is None or (old.person == new.person in _words().same_person.values()):
+        return True
+    return old.subject in new.units or new.subject in old.units
 
 
 def _same_head(old: _Read, new: _Read) -> bool:
