@@ -262,3 +262,24 @@ def test_damaged_text_reads_line_for_line(tmp_path, data, lines):
     path = tmp_path / "damaged.md"
     path.write_bytes(data)
     assert read_text(path).split("\n")[: len(lines)] == lines
+
+
+def test_resolve_follows_every_change_of_a_folder_it_resolved_through(simple, workspace, tmp_path):
+    """Resolving keeps each folder's names until the folder changes: a file added, removed,
+    renamed or swapped for a link just after a resolve is answered as it is now."""
+    simple.resolve("memory/x.md")
+    write(workspace, "memory/new.md", "- added after the first resolve\n")
+    assert simple.resolve("memory/new.md").rel_path == "memory/new.md"
+    os.rename(workspace / "memory" / "new.md", workspace / "memory" / "Renamed.md")
+    with pytest.raises(PathError, match="does not exist"):
+        simple.resolve("memory/new.md")
+    assert simple.resolve("memory/Renamed.md").rel_path == "memory/Renamed.md"
+    (workspace / "memory" / "x.md").unlink()
+    with pytest.raises(PathError, match="does not exist"):
+        simple.resolve("memory/x.md")
+    symlink(workspace / "memory" / "x.md", tmp_path / "x.md")
+    with pytest.raises(PathError, match="symbolic link"):
+        simple.resolve("memory/x.md")
+    # A name spelled in another case is never taken for the file, whatever the file system.
+    with pytest.raises(PathError):
+        simple.resolve("memory/renamed.md")

@@ -100,6 +100,12 @@ def is_memory_id(value: str) -> bool:
     return bool(ID_PATTERN.fullmatch(value))
 
 
+def memory_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line of each memory-shaped block of ``lines``, 0-based and inclusive: the
+    memories of ``split_memories`` before their ids (a block with no letter or digit has none)."""
+    return _spans(lines)
+
+
 def split_memories(lines: list[str]) -> list[MemoryUnit]:
     """The memories among ``lines`` (a file's, or a chunk's), in order."""
     units: list[MemoryUnit] = []

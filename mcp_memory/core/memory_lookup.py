@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_memory.core.hits import cite
-from mcp_memory.core.memory_ids import MemoryUnit, split_memories
+from mcp_memory.core.memory_ids import MemoryUnit, memory_id, memory_spans
 from mcp_memory.core.workspace import Workspace
 from mcp_memory.errors import PathError
 
@@ -36,13 +36,35 @@ class LocatedMemory:
         return cite(self.path, self.start_line, self.end_line)
 
 
+_NOT_READ = object()  # a memory whose id is not worked out yet
+
+
 @dataclass(frozen=True)
 class _FileMemories:
+    """A file's lines and memory blocks. A block's id (a digest of its words) is worked out when
+    first asked for: a hit needs the one memory at its line, not the other hundred of its file."""
+
     key: tuple[int, int, int, int] | None  # see _file_key
     abs_path: Path
     lines: list[str]
-    units: list[MemoryUnit]
-    at_line: list[int]  # for each 0-based line, the index of the unit holding it, or -1
+    spans: list[tuple[int, int]]  # memory-shaped blocks, 0-based first and last line
+    at_line: list[int]  # for each 0-based line, the index of the block holding it, or -1
+    ids: list[object]  # per block: its id, None (no letter or digit: not a memory) or _NOT_READ
+
+    def id_of(self, block: int) -> str | None:
+        found = self.ids[block]
+        if found is _NOT_READ:
+            start, end = self.spans[block]
+            found = memory_id("\n".join(self.lines[start : end + 1]))
+            self.ids[block] = found  # the same answer whichever thread writes it
+        return found  # type: ignore[return-value]
+
+    def unit(self, block: int) -> MemoryUnit | None:
+        found = self.id_of(block)
+        return MemoryUnit(*self.spans[block], found) if found else None
+
+    def units(self, blocks: range | None = None) -> list[MemoryUnit]:
+        return [u for b in (blocks if blocks is not None else range(len(self.spans))) if (u := self.unit(b))]
 
 
 class MemoryLookup:
@@ -55,21 +77,25 @@ class MemoryLookup:
         """The memory holding 1-based ``line`` of ``path`` (for a heading or blank line, the next
         one); None when the file cannot be read or, given ``expected``, no longer holds it there."""
         memories = self._memories(path)
-        if memories is None or not 1 <= line <= len(memories.lines) or not memories.units:
+        if memories is None or not 1 <= line <= len(memories.lines):
             return None
         if expected is not None and memories.lines[line - 1].rstrip("\r") != expected.rstrip("\r"):
             return None
-        index = memories.at_line[line - 1]
-        if index < 0:
-            index = next((i for i, u in enumerate(memories.units) if u.start >= line - 1), len(memories.units) - 1)
-        return self._located(path, memories, memories.units[index])
+        block = memories.at_line[line - 1]
+        unit = memories.unit(block) if block >= 0 else None
+        if unit is None:  # a heading, a blank line or a block of no words: the next memory, else the last
+            blocks = range(len(memories.spans))
+            unit = next((u for b in blocks if memories.spans[b][0] >= line - 1 and (u := memories.unit(b))), None) \
+                or next((u for b in reversed(blocks) if (u := memories.unit(b))), None)
+        return self._located(path, memories, unit) if unit is not None else None
 
     def units_between(self, path: str, first: int, last: int) -> list[LocatedMemory]:
         """The memories that lie within 1-based lines ``first``..``last`` of ``path``, in file order."""
         memories = self._memories(path)
         if memories is None:
             return []
-        return [self._located(path, memories, u) for u in memories.units if u.start + 1 >= first and u.end + 1 <= last]
+        inside = [b for b, (start, end) in enumerate(memories.spans) if start + 1 >= first and end + 1 <= last]
+        return [self._located(path, memories, u) for b in inside if (u := memories.unit(b))]
 
     def find(self, memory_id: str, paths: list[str]) -> list[LocatedMemory]:
         """Every place among ``paths`` where the memory ``memory_id`` is written."""
@@ -78,8 +104,20 @@ class MemoryLookup:
             memories = self._memories(path)
             if memories is None:
                 continue
-            found.extend(self._located(path, memories, u) for u in memories.units if u.id == memory_id)
+            found.extend(self._located(path, memories, u) for u in memories.units() if u.id == memory_id)
         return found
+
+    def nearest(self, memory_id: str, path: str, line: int) -> LocatedMemory | None:
+        """The place of ``memory_id`` in ``path`` whose first line is closest to 1-based ``line``
+        (the first in the file of two as close): ``find``'s nearest, reading ids outwards from
+        ``line`` so that a hit's own memory is found without digesting the rest of its file."""
+        memories = self._memories(path)
+        if memories is None:
+            return None
+        order = sorted(range(len(memories.spans)), key=lambda b: (abs(memories.spans[b][0] + 1 - line), b))
+        block = next((b for b in order if memories.id_of(b) == memory_id), None)
+        unit = memories.unit(block) if block is not None else None
+        return self._located(path, memories, unit) if unit is not None else None
 
     def find_many(self, memory_ids: set[str], paths: list[str]) -> dict[str, LocatedMemory]:
         """The first place among ``paths`` of each of ``memory_ids`` (one pass over the files)."""
@@ -90,7 +128,7 @@ class MemoryLookup:
             memories = self._memories(path)
             if memories is None:
                 continue
-            for unit in memories.units:
+            for unit in memories.units():
                 if unit.id in memory_ids and unit.id not in found:
                     found[unit.id] = self._located(path, memories, unit)
         return found
@@ -114,12 +152,12 @@ class MemoryLookup:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        units = split_memories(lines)
+        spans = memory_spans(lines)
         at_line = [-1] * len(lines)
-        for index, unit in enumerate(units):
-            for n in range(unit.start, unit.end + 1):
+        for index, (start, end) in enumerate(spans):
+            for n in range(start, end + 1):
                 at_line[n] = index
-        memories = _FileMemories(key, file.abs_path, lines, units, at_line)
+        memories = _FileMemories(key, file.abs_path, lines, spans, at_line, [_NOT_READ] * len(spans))
         with self._lock:
             if len(self._files) >= _MAX_CACHED_FILES:
                 self._files.clear()

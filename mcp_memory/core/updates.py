@@ -676,9 +676,9 @@ def statement_of(hit: SearchHit, naming: MemoryLookup | None) -> Statement | Non
         return None
     text = None
     if naming is not None:
-        found = naming.find(hit.id, [hit.path])
-        if found:
-            text = min(found, key=lambda m: abs(m.start_line - hit.start_line)).text
+        found = naming.nearest(hit.id, hit.path, hit.start_line)
+        if found is not None:
+            text = found.text
     if text is None:  # no lookup, or the file changed: the cited lines
         lines = hit.snippet.split("\n")
         unit = next((u for u in split_memories(lines) if u.id == hit.id), None)

@@ -90,6 +90,7 @@ class Workspace:
         # Every edit of a memory file by this program happens under this lock, in any process.
         self._lock = FileLock(str(lock_path or self.root / ".mcp-memory" / "files.lock"), timeout=60)
         self._seen = self.root.is_dir()  # see check_present
+        self._listings = _FolderListings()
 
     def _resolve_extra(self, raw: str) -> Path:
         path = Path(raw).expanduser()
@@ -250,7 +251,7 @@ class Workspace:
         """
         if cleaned == "MEMORY.md" or (cleaned == "memory.md" and not _is_regular_file(self.root / "MEMORY.md")):
             try:
-                if cleaned in os.listdir(self.root) and _is_regular_file(self.root / cleaned):
+                if cleaned in self._listings.names(self.root) and _is_regular_file(self.root / cleaned):
                     return MemoryFile(cleaned, self.root / cleaned, None)
             except OSError:
                 pass
@@ -264,7 +265,7 @@ class Workspace:
                 is_file = depth == len(parts) - 1
                 if depth not in (0, len(parts) - 1) and part.startswith("."):
                     return None  # hidden folder
-                if part not in os.listdir(folder):
+                if part not in self._listings.names(folder):
                     return None
                 folder = folder / part
                 if not _is_regular_file(folder) if is_file else (folder.is_symlink() or not folder.is_dir()):
@@ -459,6 +460,34 @@ def decode_memory_bytes(data: bytes) -> str:
     if controls > 0.3 * len(head) or (controls >= 4 and controls > _BINARY_SHARE * len(head)):
         raise UnicodeDecodeError("utf-8", head[:1], 0, 1, "binary content (control bytes)")
     return _UNSHOWABLE.sub("\ufffd", data.decode("utf-8-sig", errors="replace"))
+
+
+class _FolderListings:
+    """The names in each folder a path was resolved through, read again when the folder changes.
+
+    Resolving checks each part's spelling against its folder's listing; a folder of ten thousand
+    daily logs takes a millisecond to list, and a search resolves a few files. A folder's
+    modification time changes whenever a name in it is added, removed or renamed, so the names
+    are kept with the folder's inode and modification time and listed again when either moves.
+    """
+
+    _MAX_FOLDERS = 256
+
+    def __init__(self) -> None:
+        self._names: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
+
+    def names(self, folder: Path) -> frozenset[str]:
+        """The names in ``folder`` (OSError when it cannot be listed)."""
+        info = os.stat(folder)
+        key = (info.st_ino, info.st_mtime_ns)
+        cached = self._names.get(folder)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        names = frozenset(os.listdir(folder))
+        if len(self._names) >= self._MAX_FOLDERS:
+            self._names.clear()
+        self._names[folder] = (key, names)
+        return names
 
 
 def _is_regular_file(path: Path) -> bool:
