@@ -954,6 +954,7 @@ def _has_threadpoolctl() -> bool:
 
 
 def main() -> None:
+    global EDIT_ROUNDS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts (default 10000,100000)")
     parser.add_argument("--skip-100k", action="store_true", help="leave 100000 out of --sizes")
@@ -963,6 +964,9 @@ def main() -> None:
     parser.add_argument("--provider", default=None,
                         help="embedding.provider for the whole run (default: the library's default)")
     parser.add_argument("--queries", type=int, default=300, help="measured queries per size (default 300)")
+    parser.add_argument("--edit-rounds", type=int, default=EDIT_ROUNDS,
+                        help=f"one-line edits per snapshot refresh mode (default {EDIT_ROUNDS}; at a million chunks "
+                             "each reload of the whole snapshot, the baseline, takes minutes)")
     parser.add_argument("--skip-indexing", action="store_true", help="leave out part 2 (minutes: real embedding)")
     parser.add_argument("--skip-resync", action="store_true", help="leave out part 3")
     parser.add_argument("--skip-probes", action="store_true",
@@ -993,6 +997,7 @@ def main() -> None:
     results: dict[str, Any] = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                                "machine": machine(numpy=np.__version__, threadpoolctl=_has_threadpoolctl()),
                                "loadavg_start": loadavg(), "root": str(root)}
+    EDIT_ROUNDS = max(1, args.edit_rounds)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.skip_100k:
         sizes = [s for s in sizes if s != 100_000]
