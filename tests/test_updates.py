@@ -83,6 +83,7 @@ def assert_later_wins(hits: list[dict[str, Any]], older: str, newer: str) -> Non
     ("The release notes are kept in the wiki.", "The release notes now go in CHANGELOG.md."),
     ("构建机的地址是 ci-03。", "构建机现在换成 ci-09 了。"),
     ("The build agent runs on ci-03.", "The build agent now runs on ci-09."),
+    ("停车费每月三百。", "停车费涨到每月四百了。"),  # a value after the subject ends its name
 ])
 def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     assert supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
@@ -111,6 +112,8 @@ def test_a_changed_value_is_an_update(older: str, newer: str) -> None:
     ("The payments service logs to Graylog.", "日志主机现在换成 log-07 了。"),
     # one head, two things: a cache server and a monitoring server
     ("缓存服务器在广州机房。", "监控服务器现在迁到杭州了。"),
+    # one subject, two names made of it: a cache server and the cache service's fee
+    ("缓存服务器在深圳机房。", "缓存服务费现在涨到每月 800 元。"),
 ])
 def test_facts_that_both_hold_are_not_updates(older: str, newer: str) -> None:
     assert not supersedes(Statement(newer, _day(2)), Statement(older, _day(1)))
@@ -377,6 +380,22 @@ def test_an_update_in_another_language_wins_with_the_default_embedder(
     else:
         assert all(h["replaced_by"] == "" for h in hits), hits
         assert retired == {}
+
+
+@pytest.mark.integration
+def test_sleep_marks_a_move_said_in_another_language_that_a_name_ties(settings: Settings) -> None:
+    """"Noor 搬到波尔图了" updates "Noor lives in Lisbon": the name ties the two, and their cosine
+    (about 0.36 with the default model) is below what a same-language paraphrase reaches, so a
+    change said in words is enough. The other memories around them stay unmarked."""
+    lisbon, porto = "- Noor lives in Lisbon.", "- Noor 搬到波尔图了。"
+    write(settings.workspace, "memory/2026-02-03.md",
+          f"# 2026-02-03\n\n{lisbon}\n- The user's bike is a Brompton.\n- 用户在学日语。\n")
+    write(settings.workspace, "memory/2026-06-21.md",
+          f"# 2026-06-21\n\n- Kenji also started learning Portuguese.\n{porto}\n- 阳台上种了三盆多肉。\n")
+    with Memory(settings) as memory:
+        memory.index()
+        retired = {r.item.text: (r.kind, r.by.text) for r in memory.sleep.run(dry_run=True).retired}
+    assert retired == {lisbon: ("superseded", porto)}
 
 
 # ----- the sleep cycle ------------------------------------------------------------------------------

@@ -594,7 +594,33 @@ def _same_thing(old: _Read, new: _Read) -> bool:
     about the user are about one person whatever word comes next ("用户用 Windows 笔记本写代码")."""
     if old.subject is None or new.subject is None or (old.person == new.person in _words().same_person.values()):
         return True
+    if old.subject == new.subject and old.cjk and new.cjk:
+        return _same_head_zh(old, new)
     return old.subject in new.units or new.subject in old.units
+
+
+def _same_head_zh(old: _Read, new: _Read) -> bool:
+    """Whether two Chinese memories opening on one subject go on to name one thing: past the
+    characters both share from the subject on, the next character of each is not a different word
+    of the name (云服务器 / 云服务账单, 日志接入 / 日志服务器). A value, a particle or a change cue there
+    ends the name (学费一学期 / 学费今年涨到, 房租每月 / 房租涨到)."""
+    values = _words().value_chars
+    a, b = _from_subject(old), _from_subject(new)
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared][0] == b[shared][0]:
+        shared += 1
+    if shared == len(a) or shared == len(b):
+        return True
+    (x, x_content), (y, y_content) = a[shared], b[shared]
+    return not all(_is_cjk(t) and content and t not in values for t, content in ((x, x_content), (y, y_content)))
+
+
+def _from_subject(r: _Read) -> list[tuple[str, bool]]:
+    """The tokens of a memory from its subject's first character on, each with its content flag."""
+    assert r.subject is not None
+    start = next((i for i in range(len(r.tokens) - 1) if r.content[i] and r.tokens[i] + r.tokens[i + 1] == r.subject),
+                 len(r.tokens))
+    return list(zip(r.tokens[start:], r.content[start:], strict=True))
 
 
 def _same_head(old: _Read, new: _Read) -> bool:
