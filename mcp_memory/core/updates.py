@@ -26,9 +26,12 @@ sign of two facts that both hold. Two kinds of pair are read as an update:
 Refused whatever the cue: an addition ("also", "too", 也, 还, 又), an action and its reversal
 (``core/opposites.py``), different owners ("Bob's" / "Carol's", 小王的 / 小李的), contrasting
 qualifiers (staging / production, sister / brother, iOS / Android, 前端 / 后端), different
-``[category]`` tags, an earlier event (what happened stays true) or a plan beside one, pairs where
-the later says nothing new or the earlier nothing the later lacks, and what is not one short
-statement of fact: a question, a line of a conversation ("**Jon:** ..."), a passage.
+``[category]`` tags, two things named alike (a compound: "release notes" / "the release build";
+a shared head: 备份服务器 / 日志服务器; one subject going on as two names: 云服务器 / 云服务账单; the
+letters of a host name: "log-04" says nothing of logs), an earlier event (what happened stays
+true) or a plan beside one, pairs where the later says nothing new or the earlier nothing the
+later lacks, and what is not one short statement of fact: a question, a line of a conversation
+("**Jon:** ..."), a passage.
 
 The words these rules read by (the cues, additions, plans, stop words, concepts, contrasts) are
 data, ``mcp_memory/core/words/updates.toml``, read and checked once on first use; the shape of
@@ -618,8 +621,8 @@ def _same_head_zh(old: _Read, new: _Read) -> bool:
 def _from_subject(r: _Read) -> list[tuple[str, bool]]:
     """The tokens of a memory from its subject's first character on, each with its content flag."""
     assert r.subject is not None
-    start = next((i for i in range(len(r.tokens) - 1) if r.content[i] and r.tokens[i] + r.tokens[i + 1] == r.subject),
-                 len(r.tokens))
+    start = next((i for i in range(len(r.tokens)) if r.content[i] and (r.tokens[i] == r.subject
+                  or (i + 1 < len(r.tokens) and r.tokens[i] + r.tokens[i + 1] == r.subject))), len(r.tokens))
     return list(zip(r.tokens[start:], r.content[start:], strict=True))
 
 
