@@ -16,6 +16,7 @@ import pytest
 from conftest import HashEmbedder, write
 from mcp_memory.config import Settings, load_settings
 from mcp_memory.index.saved_snapshot import read_tag, saved_path
+from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.memory import Memory
 from mcp_memory.runtime.service import MemoryService
 
@@ -158,3 +159,52 @@ def test_indexing_saves_the_snapshot_for_the_first_session(settings: Settings) -
     with memory_of(settings) as memory:
         assert memory.engine.searchable_without_sync()
         assert "ferry" in memory.search(QUERY)[0].snippet
+
+
+def _texts_by_id(snapshot: SearchSnapshot) -> dict[str, str]:
+    return {snapshot.ids[row]: snapshot.text(row) for row in range(len(snapshot))}
+
+
+def test_texts_read_from_the_mapped_file_are_the_index_texts_through_edits_and_newer_saves(
+        indexed: Settings) -> None:
+    """The saved file is mapped and each text read from it on demand: what search reads is what
+    LanceDB holds, after an edit (new rows in memory beside the file's), and after another
+    process saved a newer file over it (the reader keeps reading the one it mapped)."""
+    write(indexed.workspace, "memory/2026-03-02.md",
+          "# 2026-03-02\n\n- 渡轮从北港出发 ⛴️, then the café «Ré» at the pier.\n" + "- filler line\n" * 40)
+    with memory_of(indexed) as writer:
+        writer.sync()
+        assert answers(writer)  # saves the snapshot of this generation
+    with memory_of(indexed) as memory:
+        assert answers(memory)
+        mapped = memory.engine.searcher.snapshot
+        assert mapped.source is not None  # loaded from the saved file, texts left in it
+        from_index = memory.engine._newest_snapshot()[0]  # the same rows, read from LanceDB
+        assert from_index.source is None
+        assert _texts_by_id(mapped) == _texts_by_id(from_index)
+        # Another process saves a newer file over the mapped one: this reader's texts stay its own.
+        write(indexed.workspace, "memory/topics/boats.md", "# Boats\n\n- The blue boat is at pier nine.\n")
+        with memory_of(indexed) as other:
+            other.sync()
+            assert answers(other)
+        assert _texts_by_id(mapped) == _texts_by_id(from_index)
+        # The edit reaches this process: its snapshot is the mapped one with the file's rows replaced.
+        memory.sync()
+        assert answers(memory)
+        edited = memory.engine.searcher.snapshot
+        assert edited.source is mapped.source
+        assert _texts_by_id(edited) == _texts_by_id(memory.engine._newest_snapshot()[0])
+        assert any("pier nine" in text for text in _texts_by_id(edited).values())
+
+
+def test_a_snapshot_read_from_lancedb_goes_on_with_the_texts_of_the_file_it_saved(settings: Settings) -> None:
+    seeded(settings.workspace)
+    with memory_of(settings) as memory:
+        memory.index()
+        saved_path(settings.index_dir).unlink(missing_ok=True)
+        memory.engine._generation = None  # the next search reads LanceDB, as a first process does
+        expected = answers(memory)
+        snapshot = memory.engine.searcher.snapshot
+        assert snapshot.source is not None and read_tag(saved_path(settings.index_dir)) is not None
+        assert _texts_by_id(snapshot) == _texts_by_id(memory.engine._newest_snapshot()[0])
+        assert answers(memory) == expected

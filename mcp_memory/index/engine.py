@@ -10,6 +10,7 @@ never a failed call.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -183,7 +184,7 @@ class Engine:
         snap = self.searcher.snapshot
         dates = list(snap.dates)  # one pass over its pieces, not a lookup per row
         newest = sorted(range(len(dates)), key=lambda row: dates[row] or dt.date.max, reverse=True)
-        return [snap.texts[row].as_py() for row in newest]
+        return [snap.text(row) for row in newest]
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
         """Ranked hits; private files left out unless the request includes them."""
@@ -244,7 +245,7 @@ class Engine:
             saved = self._saved_rows(generation) if self._generation is None else None
             if saved is not None:
                 try:
-                    snapshot = SearchSnapshot.from_arrow(saved)
+                    snapshot = SearchSnapshot.from_arrow(saved.rows, saved.source)
                 except (ValueError, TypeError, KeyError) as exc:  # a damaged file: LanceDB has the rows
                     log.info("the saved search snapshot could not be read (%s): reading the index", exc)
                     # Its tag still matches, so it would never be saved over: removed, it is saved anew below.
@@ -263,12 +264,28 @@ class Engine:
             self.snapshot_from_saved = False
             # A compact snapshot is saved compact: the next process loads codes and cells, not float32 to code again.
             self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema) if rows is None else rows, generation)
+            self._texts_from_saved(snapshot, generation)
 
     # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
+    def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> None:
+        """After a load from LanceDB, search on with the texts of the file just saved, mapped
+        (``SearchSnapshot.text``), instead of a copy of every text held for the process's life:
+        when the file holds the same rows in the same order (the snapshot lock held)."""
+        loaded = self._saved_rows(generation)
+        if loaded is None or loaded.source is None or loaded.rows.num_rows != len(snapshot):
+            return
+        if loaded.rows.column("id").to_pylist() != list(snapshot.ids):
+            return  # saved by another process, its rows in its own order
+        self.searcher.set_snapshot(dataclasses.replace(snapshot, texts=loaded.rows.column("text"),
+                                                       source=loaded.source, _text_starts=None))
+        import pyarrow  # loaded already, with the snapshot
+
+        pyarrow.default_memory_pool().release_unused()  # the copies just dropped go back to the system
+
     def _saved_tag(self, generation: str) -> saved_snapshot.SavedTag:
         return saved_snapshot.SavedTag(generation, json.dumps(self.indexer.fingerprint, sort_keys=True))
 
-    def _saved_rows(self, generation: str) -> pa.Table | None:
+    def _saved_rows(self, generation: str) -> saved_snapshot.Loaded | None:
         tag = self._saved_tag(generation)
         if self.state.get("fingerprint") != tag.fingerprint:
             return None  # the next sync rebuilds the index: nothing saved is of use

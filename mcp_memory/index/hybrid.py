@@ -211,7 +211,7 @@ class HybridSearcher:
 
     def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:
         """The memory a hit on ``row`` for ``query`` is named by (its best line's)."""
-        lines = snap.texts[row].as_py().split("\n")
+        lines = snap.text(row).split("\n")
         return self._named(snap, row, lines, best_line(lines, query))
 
     def memory_factors(self, snap: SearchSnapshot, rows: list[int], query: str) -> list[float] | None:
@@ -241,7 +241,7 @@ class HybridSearcher:
             self._retired_rows = (weakref.ref(snap), marks)
         marked = marks.get(row)
         if marked is None:
-            marked = marks[row] = RETIRED_MARK in snap.texts[row].as_py()
+            marked = marks[row] = RETIRED_MARK in snap.text(row)
         return marked
 
     def _weigh_memories(self, snap: SearchSnapshot, fused: dict[int, float], query: str, pool: int) -> None:
@@ -275,7 +275,7 @@ class HybridSearcher:
     def row_terms(self, snap: SearchSnapshot, row: int) -> frozenset[str]:
         cached = snap.terms.get(row)
         if cached is None:
-            cached = snap.terms[row] = self.analyzer.terms(snap.texts[row].as_py())
+            cached = snap.terms[row] = self.analyzer.terms(snap.text(row))
         return cached
 
     # ----- candidates ----------------------------------------------------------------------
@@ -382,7 +382,7 @@ class HybridSearcher:
         path = snap.paths[row]
         source = source_of(path)
         chunk_start, chunk_end = int(snap.start_lines[row]), int(snap.end_lines[row])
-        text = snap.texts[row].as_py()
+        text = snap.text(row)
         # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
         lines = text.split("\n")
         best = best_line(lines, query)

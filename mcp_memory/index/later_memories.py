@@ -76,7 +76,7 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
 
 def _statements(snap: SearchSnapshot, row: int) -> list[updates.Statement]:
     """The memories of ``row``'s chunk, each with its date (its own, else its file's)."""
-    lines = snap.texts[row].as_py().split("\n")
+    lines = snap.text(row).split("\n")
     texts = ["\n".join(lines[unit.start : unit.end + 1]) for unit in split_memories(lines)]
     return [updates.Statement(text, updates.stated_date(text, snap.dates[row])) for text in texts]
 

@@ -25,6 +25,7 @@ readable by its owner only.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import sys
 import tempfile
@@ -69,28 +70,85 @@ def read_tag(path: Path) -> SavedTag | None:
     return SavedTag(generation.decode(), fingerprint.decode())
 
 
-def load(path: Path, wanted: SavedTag) -> pa.Table | None:
+class MappedFile:
+    """A saved snapshot's file, mapped read-only: its rows are read in place, without a copy.
+
+    The chunks' text is most of a snapshot (1.3 GB of a million chunks of short memories), and a
+    search reads the text of a few dozen rows. Read through the mapping, each would bring its
+    neighbourhood into the process (the system maps the page cache in blocks of up to megabytes),
+    so ``read`` takes a text's bytes with ``pread`` instead: what search reads stays in the page
+    cache, out of the process's memory. Nothing a reader maps changes under it: every save writes
+    a new file and renames it over this one, which lives on unnamed until its last reader lets go.
+    """
+
+    def __init__(self, path: Path):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            self._mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)  # ValueError for an empty file
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd: int | None = fd
+        self.buffer = pa.py_buffer(self._mapping)  # the rows' buffers point into this
+        self.start = self.buffer.address
+        self.end = self.start + self.buffer.size
+
+    def holds(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+    def read(self, address: int, length: int) -> bytes:
+        """``length`` bytes of the file at the mapped ``address``, read without touching the mapping."""
+        if self._fd is None:
+            raise ValueError("the saved snapshot's file is closed")
+        return os.pread(self._fd, length, address - self.start)
+
+    def __del__(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The rows of a saved snapshot, and the mapped file they are read from (None when read into memory)."""
+
+    rows: pa.Table
+    source: MappedFile | None
+
+
+def load(path: Path, wanted: SavedTag) -> Loaded | None:
     """The rows saved at ``path`` if they were saved with tag ``wanted``; else None.
 
-    The rows are read into memory (not mapped), so a newer file replacing this one later
-    never changes what a reader holds. The schema metadata the rows were saved with stays,
-    less the tag.
+    The rows are mapped from the file (``MappedFile``) where a file in use can be renamed over;
+    elsewhere (Windows) they are read into memory. The schema metadata the rows were saved with
+    stays, less the tag.
     """
+    source: MappedFile | None = None
     try:
-        with pa.OSFile(str(path), "rb") as source:
-            reader = pyarrow.ipc.open_file(source)
+        if os.name == "posix":
+            source = MappedFile(path)
+            reader = pyarrow.ipc.open_file(pa.BufferReader(source.buffer))
             metadata = reader.schema.metadata or {}
-            if (metadata.get(_GENERATION_KEY) != wanted.generation.encode()
-                    or metadata.get(_FINGERPRINT_KEY) != wanted.fingerprint.encode()):
-                return None
-            table = reader.read_all()
+            table = reader.read_all() if _tagged(metadata, wanted) else None
+        else:
+            with pa.OSFile(str(path), "rb") as handle:
+                reader = pyarrow.ipc.open_file(handle)
+                metadata = reader.schema.metadata or {}
+                table = reader.read_all() if _tagged(metadata, wanted) else None
     except FileNotFoundError:
         return None
-    except (OSError, pa.ArrowInvalid) as exc:  # a torn or foreign file: the slow path reads the index
+    except (OSError, ValueError, pa.ArrowInvalid) as exc:  # torn, empty or foreign: the slow path reads the index
         log.info("the saved search snapshot could not be read (%s): reading the index", exc)
         return None
+    if table is None:
+        return None
     kept = {key: value for key, value in metadata.items() if key not in (_GENERATION_KEY, _FINGERPRINT_KEY)}
-    return table.replace_schema_metadata(kept or None)  # what the rows carry besides the tag (compact centroids)
+    return Loaded(table.replace_schema_metadata(kept or None), source)  # what the rows carry besides the tag
+
+
+def _tagged(metadata: dict[bytes, bytes], wanted: SavedTag) -> bool:
+    return (metadata.get(_GENERATION_KEY) == wanted.generation.encode()
+            and metadata.get(_FINGERPRINT_KEY) == wanted.fingerprint.encode())
 
 
 def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:

@@ -39,6 +39,7 @@ from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.index import compact
 from mcp_memory.index.row_index import RowIndex
 from mcp_memory.index.row_list import KeptRows, RowList, joined
+from mcp_memory.index.saved_snapshot import MappedFile
 
 if TYPE_CHECKING:
     from mcp_memory.core.chunking import Chunk
@@ -86,6 +87,27 @@ class SearchSnapshot:
     path_code_of: dict[str, int] = field(default_factory=dict, repr=False)
     _cell_sizes: np.ndarray | None = field(default=None, repr=False)
     _block_ends: np.ndarray | None = field(default=None, repr=False)
+    # The saved file the texts are mapped from (``index/saved_snapshot.py``), or None: texts there are
+    # read with ``pread`` (``text``), so that what search reads stays out of the process's memory.
+    source: MappedFile | None = field(default=None, repr=False)
+    _text_starts: np.ndarray | None = field(default=None, repr=False)  # first row of each texts chunk
+
+    def text(self, row: int) -> str:
+        """The text of ``row``'s chunk."""
+        source = self.source
+        if source is None:
+            return self.texts[row].as_py()
+        if self._text_starts is None:
+            self._text_starts = np.cumsum([0, *(len(chunk) for chunk in self.texts.chunks)])[:-1]
+        index = int(np.searchsorted(self._text_starts, row, side="right")) - 1
+        chunk = cast("pa.StringArray", self.texts.chunk(index))  # cast: a chunk of a string column
+        at = row - int(self._text_starts[index])
+        _, offsets, data = chunk.buffers()
+        if data is None or offsets is None or chunk.null_count or not source.holds(data.address):
+            return chunk[at].as_py()  # an edit's new rows, in memory (and no text is null)
+        ends = np.frombuffer(memoryview(offsets), np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+        start, end = int(ends[chunk.offset + at]), int(ends[chunk.offset + at + 1])
+        return source.read(data.address + start, end - start).decode("utf-8")
 
     @property
     def compact(self) -> bool:
@@ -222,9 +244,10 @@ class SearchSnapshot:
         return None
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> SearchSnapshot:
+    def from_arrow(cls, table: pa.Table, source: MappedFile | None = None) -> SearchSnapshot:
         """The snapshot of ``table``: LanceDB's rows (float32 ``vector``), or a saved snapshot's
-        (``to_arrow``: float32, or the codes, cells and centroids of a compact one).
+        (``to_arrow``: float32, or the codes, cells and centroids of a compact one), mapped from
+        ``source`` when given.
 
         Raises ValueError when compact columns do not fit together (a damaged file).
         """
@@ -254,6 +277,7 @@ class SearchSnapshot:
             centroids=vectors.centroids,
             path_codes=path_codes,
             path_code_of=path_code_of,
+            source=source,
         )
 
     @classmethod
@@ -341,6 +365,7 @@ class SearchSnapshot:
             centroids=vectors.centroids,
             path_codes=path_codes,
             path_code_of=path_code_of,
+            source=self.source,  # the kept rows' texts are still views of its mapping
         )
         if vectors.centroids is not None and vectors.centroids is self.centroids and self._cell_sizes is not None:
             # The same cells: their sizes less the dropped vectors', plus the new ones' (no count of every vector).

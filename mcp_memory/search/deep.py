@@ -94,7 +94,7 @@ class DeepSearch:
         surface: dict[str, str] = {}
         names: set[str] = set()
         for row, _ in first.ranked[:SOURCE_HITS]:
-            lines = snap.texts[row].as_py().split("\n")
+            lines = snap.text(row).split("\n")
             at = local.line_evidence("\n".join(lines), weights, total)[1]
             window = [line for line in lines[max(0, at - 1) : at + 3] if not line.lstrip().startswith("#")]
             text = " ".join(window)

@@ -66,7 +66,7 @@ class PrecisionSearch:
                                                         min_score=0.0), pool)
         snap = ranking.snapshot
         return ranking, [
-            RerankCandidate(snap.texts[row].as_py(), snap.paths[row], int(snap.start_lines[row]), snap.dates[row],
+            RerankCandidate(snap.text(row), snap.paths[row], int(snap.start_lines[row]), snap.dates[row],
                             score)
             for row, score in ranking.ranked
         ]
@@ -103,9 +103,9 @@ class PrecisionSearch:
         total = sum(weights.values())
         found = 0.0
         if total > 0:
-            texts = focus.snapshot.texts
+            snapshot = focus.snapshot
             for row, _ in focus.ranked[:HEARD_ROWS]:
-                held = self._analyzer.terms(texts[row].as_py())
+                held = self._analyzer.terms(snapshot.text(row))
                 found = max(found, sum(w for t, w in weights.items() if t in held) / total)
         return min(1.0, max(0.0, (found - WORDS_FOUND_LOW) / (WORDS_FOUND_HIGH - WORDS_FOUND_LOW)))
 
