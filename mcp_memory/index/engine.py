@@ -277,7 +277,7 @@ class Engine:
         if loaded.rows.column("id").to_pylist() != list(snapshot.ids):
             return  # saved by another process, its rows in its own order
         self.searcher.set_snapshot(dataclasses.replace(snapshot, texts=loaded.rows.column("text"),
-                                                       source=loaded.source, _text_starts=None))
+                                                       source=loaded.source, _text_starts=[], _text_pieces=None))
         import pyarrow  # loaded already, with the snapshot
 
         pyarrow.default_memory_pool().release_unused()  # the copies just dropped go back to the system

@@ -26,6 +26,7 @@ snapshot that grows past the size by refreshes becomes compact at that refresh.
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as dt
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -90,24 +91,26 @@ class SearchSnapshot:
     # The saved file the texts are mapped from (``index/saved_snapshot.py``), or None: texts there are
     # read with ``pread`` (``text``), so that what search reads stays out of the process's memory.
     source: MappedFile | None = field(default=None, repr=False)
-    _text_starts: np.ndarray | None = field(default=None, repr=False)  # first row of each texts chunk
+    _text_starts: list[int] = field(default_factory=list, repr=False)  # first row of each texts chunk
+    _text_pieces: list[_TextPiece | None] | None = field(default=None, repr=False)  # see _text_pieces
 
     def text(self, row: int) -> str:
         """The text of ``row``'s chunk."""
         source = self.source
         if source is None:
             return self.texts[row].as_py()
-        if self._text_starts is None:
-            self._text_starts = np.cumsum([0, *(len(chunk) for chunk in self.texts.chunks)])[:-1]
-        index = int(np.searchsorted(self._text_starts, row, side="right")) - 1
-        chunk = cast("pa.StringArray", self.texts.chunk(index))  # cast: a chunk of a string column
-        at = row - int(self._text_starts[index])
-        _, offsets, data = chunk.buffers()
-        if data is None or offsets is None or chunk.null_count or not source.holds(data.address):
-            return chunk[at].as_py()  # an edit's new rows, in memory (and no text is null)
-        ends = np.frombuffer(memoryview(offsets), np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
-        start, end = int(ends[chunk.offset + at]), int(ends[chunk.offset + at + 1])
-        return source.read(data.address + start, end - start).decode("utf-8")
+        if self._text_pieces is None:
+            self._text_starts, self._text_pieces = _text_pieces(self.texts, source)
+        at, index = row, 0
+        if len(self._text_pieces) > 1:
+            index = bisect.bisect_right(self._text_starts, row) - 1
+            at = row - self._text_starts[index]
+        piece = self._text_pieces[index]
+        if piece is None:  # an edit's new rows, in memory
+            return self.texts.chunk(index)[at].as_py()
+        address, ends, offset = piece
+        start = ends[offset + at]
+        return source.read(address + start, ends[offset + at + 1] - start).decode("utf-8")
 
     @property
     def compact(self) -> bool:
@@ -598,6 +601,29 @@ def _with_cells(vectors: _Vectors) -> _Vectors:
     assigned = np.concatenate([compact.nearest_cells(centroids, compact.decoded(block, scale))
                                for block, scale in zip(vectors.blocks, vectors.scales, strict=True)])
     return _Vectors(vectors.blocks, vectors.scales, assigned, centroids)
+
+
+# Where a texts chunk's strings lie in the mapped file: its data's address, its offsets, its first offset.
+_TextPiece = tuple[int, memoryview, int]
+
+
+def _text_pieces(texts: pa.ChunkedArray[pa.StringScalar],
+                 source: MappedFile) -> tuple[list[int], list[_TextPiece | None]]:
+    """For each chunk of ``texts``, its first row and, when its strings are in ``source``'s mapping,
+    where (None for a chunk in memory: an edit's new rows, or joined pieces)."""
+    starts: list[int] = []
+    pieces: list[_TextPiece | None] = []
+    row = 0
+    for chunk in texts.chunks:
+        starts.append(row)
+        row += len(chunk)
+        _, offsets, data = chunk.buffers()
+        if data is None or offsets is None or chunk.null_count or not source.holds(data.address):
+            pieces.append(None)
+            continue
+        ends = memoryview(offsets).cast("q" if pa.types.is_large_string(chunk.type) else "i")
+        pieces.append((data.address, ends, chunk.offset))
+    return starts, pieces
 
 
 def _saved_codes(table: pa.Table) -> tuple[np.ndarray, _Vectors]:
