@@ -5,8 +5,9 @@ spends most of its start in ``import lancedb``: over a second of CPU, two or thr
 machine, before it can read the chunk table into its search snapshot. Yet search itself only
 reads that snapshot (``index/snapshot.py``). So the snapshot is saved as one Arrow IPC file,
 ``<index_dir>/snapshot.arrow``, tagged with the index generation and fingerprint it holds.
-A process whose state database names the same generation and fingerprint loads the file in
-milliseconds and imports LanceDB only when it first writes or checks the table.
+A process whose state database names the same generation and fingerprint maps the file in
+milliseconds and imports LanceDB only when it first writes or checks the table; the chunks' texts,
+most of the file, are read from it one by one as searches need them (``MappedFile``).
 
 When it is written:
 
