@@ -264,23 +264,25 @@ class Engine:
             self.snapshot_from_saved = False
             # A compact snapshot is saved compact: the next process loads codes and cells, not float32 to code again.
             self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema) if rows is None else rows, generation)
-            self._texts_from_saved(snapshot, generation)
+            if self._texts_from_saved(snapshot, generation):
+                del snapshot, rows  # the last references to the texts read from LanceDB
+                import pyarrow  # loaded already, with the snapshot
+
+                pyarrow.default_memory_pool().release_unused()  # the copies just dropped go back to the system
 
     # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
-    def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> None:
+    def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> bool:
         """After a load from LanceDB, search on with the texts of the file just saved, mapped
         (``SearchSnapshot.text``), instead of a copy of every text held for the process's life:
-        when the file holds the same rows in the same order (the snapshot lock held)."""
+        when the file holds the same rows in the same order (the snapshot lock held). Whether it did."""
         loaded = self._saved_rows(generation)
         if loaded is None or loaded.source is None or loaded.rows.num_rows != len(snapshot):
-            return
+            return False
         if loaded.rows.column("id").to_pylist() != list(snapshot.ids):
-            return  # saved by another process, its rows in its own order
+            return False  # saved by another process, its rows in its own order
         self.searcher.set_snapshot(dataclasses.replace(snapshot, texts=loaded.rows.column("text"),
                                                        source=loaded.source, _text_starts=[], _text_pieces=None))
-        import pyarrow  # loaded already, with the snapshot
-
-        pyarrow.default_memory_pool().release_unused()  # the copies just dropped go back to the system
+        return True
 
     def _saved_tag(self, generation: str) -> saved_snapshot.SavedTag:
         return saved_snapshot.SavedTag(generation, json.dumps(self.indexer.fingerprint, sort_keys=True))

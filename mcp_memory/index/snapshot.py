@@ -303,7 +303,12 @@ class SearchSnapshot:
             column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
             has_vector.append(np.asarray(column.is_valid(), bool))
             coder.add(column.flatten().to_numpy(zero_copy_only=False).reshape(-1, column.type.list_size))
-            rest.append(batch.drop_columns(["vector"]))
+            # Copied, not kept as views: a batch that came through the C data interface frees its
+            # buffers only when none of its columns is referenced any more, and the texts and ids
+            # kept here would hold every batch's float32 vectors (2 GB at a million chunks).
+            others = batch.drop_columns(["vector"])
+            copies = [pa.concat_arrays([column]) for column in others.columns]
+            rest.append(pa.RecordBatch.from_arrays(copies, schema=others.schema))
         blocks, scales = coder.finish()
         table = pa.Table.from_batches(rest)
         snapshot = cls.from_arrow(table)  # no vector column: the vectors are set below
