@@ -100,16 +100,10 @@ def is_memory_id(value: str) -> bool:
     return bool(ID_PATTERN.fullmatch(value))
 
 
-def memory_spans(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, last) line of each memory-shaped block of ``lines``, 0-based and inclusive: the
-    memories of ``split_memories`` before their ids (a block with no letter or digit has none)."""
-    return _spans(lines)
-
-
 def split_memories(lines: list[str]) -> list[MemoryUnit]:
     """The memories among ``lines`` (a file's, or a chunk's), in order."""
     units: list[MemoryUnit] = []
-    for start, end in _spans(lines):
+    for start, end in memory_spans(lines):
         found = memory_id("\n".join(lines[start : end + 1]))
         if found:
             units.append(MemoryUnit(start, end, found))
@@ -129,8 +123,9 @@ def unit_at(lines: list[str], index: int) -> MemoryUnit | None:
     return after[0] if after else units[-1]
 
 
-def _spans(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, last) line of each memory-shaped block, 0-based and inclusive."""
+def memory_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line of each memory-shaped block of ``lines``, 0-based and inclusive: the
+    memories of ``split_memories`` before their ids (a block with no letter or digit has none)."""
     spans: list[tuple[int, int]] = []
     current: list[int] | None = None  # [start, end] of the open item or paragraph
     i = 0

@@ -266,9 +266,7 @@ class Engine:
             self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema) if rows is None else rows, generation)
             if self._texts_from_saved(snapshot, generation):
                 del snapshot, rows  # the last references to the texts read from LanceDB
-                import pyarrow  # loaded already, with the snapshot
-
-                pyarrow.default_memory_pool().release_unused()  # the copies just dropped go back to the system
+                saved_snapshot.release_unused_memory()
 
     # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
     def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> bool:
