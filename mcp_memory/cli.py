@@ -109,7 +109,7 @@ def _cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_memory.memory import Memory
 
     with Memory(settings) as memory:
-        memory.sync()
+        memory.catch_up()
         try:
             request = SearchRequest.of(args.query, max_results=args.k, min_score=args.min_score,
                                        path_prefix=args.path_prefix, after=args.after, before=args.before,
@@ -356,7 +356,7 @@ def _cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 
     with Memory(settings) as memory:
         if not args.keywords_only:
-            memory.sync()
+            memory.catch_up()
         block = memory.recall(args.prompt, session_key=args.session, keywords_only=args.keywords_only,
                               scopes=_searched(settings, args))
     if block:

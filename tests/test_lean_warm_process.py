@@ -128,6 +128,40 @@ def test_sync_backfill_and_status_of_a_current_index_leave_the_table_closed(inde
         assert not memory.engine.vectors.connected
 
 
+def test_a_command_catching_up_with_a_current_index_leaves_the_table_closed(indexed: Settings) -> None:
+    """As a command starts (``mcp-memory search``, ``status``, ``recall``): it used to sync before
+    anything else, and that sync opened the chunk table for its counts (``import lancedb``, about 1.5 s)."""
+    with memory_of(indexed) as memory:
+        assert not memory.catch_up().touched
+        assert not memory.engine.vectors.connected
+        assert memory.search(QUERY)[0].path == "MEMORY.md"
+        assert memory.pending_embeddings() == 0
+        assert not memory.engine.vectors.connected
+
+
+def test_a_command_catching_up_after_an_edit_writes_it_and_searches_it(indexed: Settings) -> None:
+    write(indexed.workspace, "memory/topics/boats.md", "# Boats\n\n- The blue kayak is stored in the boathouse.\n")
+    with memory_of(indexed) as memory:
+        report = memory.catch_up()
+        assert report.changed == ["memory/topics/boats.md"]
+        assert memory.search("blue kayak boathouse")[0].path == "memory/topics/boats.md"
+        assert "red boat" not in " ".join(h.snippet for h in memory.search("red boat pier four", max_results=10))
+        assert memory.engine.vectors.count() == memory.status().chunks == 3
+
+
+def test_a_command_line_search_of_a_current_index_imports_no_lancedb(workspace: Path) -> None:
+    seeded(workspace)
+    subprocess.run([sys.executable, "-m", "mcp_memory", "index", "--quiet", "--workspace", str(workspace)],
+                   env=product_env(), check=True, timeout=300, capture_output=True)
+    code = ("import sys; from mcp_memory.cli import main; code = main(sys.argv[1:]); "
+            "print('lancedb' in sys.modules, file=sys.stderr); sys.exit(code)")
+    run = subprocess.run([sys.executable, "-c", code, "search", "--workspace", str(workspace), QUERY],
+                         env=product_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "north harbor" in run.stdout
+    assert run.stderr.strip().splitlines()[-1] == "False"
+
+
 def test_counts_come_from_the_table_once_another_process_wrote(indexed: Settings) -> None:
     with memory_of(indexed) as reader:
         assert reader.status().chunks == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -325,3 +326,27 @@ def test_a_server_embeds_the_lines_a_precise_search_read_without_waiting_for_a_s
         assert "peach cobbler" in memory.precise_search("Which desserts has Maria baked?").hits[0].snippet
     finally:
         service.close()
+
+
+def test_the_lines_past_the_limit_are_not_read(settings: Settings) -> None:
+    """At a million chunks, counting the coverage read every chunk's text (20 s of a status call)
+    though only the newest ``limit`` lines get vectors."""
+    read: list[int] = []
+
+    def texts() -> Iterator[str]:
+        for i in range(10_000):
+            read.append(i)
+            yield f"- note {i} about the garden\n- note {i} about the weather"
+
+    embedder = _RecordingLineEmbedder()
+    lines = LineVectors(lambda: EmbeddingCache(settings.index_dir / "lines.sqlite"),
+                        settings.index_dir / "line-vectors.lock", 7, lambda: embedder,  # type: ignore[arg-type,return-value]
+                        identity=("recording", "lines", 8))
+    assert lines.coverage(texts, "1") == {"lines": 7, "embedded": 0}
+    assert len(read) == 4  # the fourth text brings the seventh line
+    read.clear()
+    assert lines.fill(texts()) == 7
+    assert len(read) == 4
+    first_seven = [f"- note {i} about the {what}" for i in range(3) for what in ("garden", "weather")]
+    first_seven.append("- note 3 about the garden")
+    assert sorted(line for batch in embedder.batches for line in batch) == sorted(first_seven)

@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from mcp_memory.config import Settings
@@ -177,14 +177,17 @@ class Engine:
             return 0
 
     # ----- searching -----------------------------------------------------------------------
-    def chunk_texts(self) -> list[str]:
-        """The text of every indexed chunk, evergreen files first, then daily files newest first."""
+    def chunk_texts(self) -> Iterator[str]:
+        """The text of every indexed chunk, evergreen files first, then daily files newest first.
+
+        Read as the caller goes: the line vectors want only the newest lines (a limit of 50,000
+        lines is reached within about 10,000 chunks), and a million texts read at once took seconds."""
         self.open()
         self.refresh_snapshot()
         snap = self.searcher.snapshot
         dates = list(snap.dates)  # one pass over its pieces, not a lookup per row
         newest = sorted(range(len(dates)), key=lambda row: dates[row] or dt.date.max, reverse=True)
-        return [snap.text(row) for row in newest]
+        return (snap.text(row) for row in newest)
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
         """Ranked hits; private files left out unless the request includes them."""
@@ -242,22 +245,8 @@ class Engine:
                         return
                 except Exception as exc:  # noqa: BLE001 - an optimisation: any failure means a full reload
                     log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
-            saved = self._saved_rows(generation) if self._generation is None else None
-            if saved is not None:
-                try:
-                    snapshot = SearchSnapshot.from_arrow(saved.rows, saved.source)
-                except (ValueError, TypeError, KeyError) as exc:  # a damaged file: LanceDB has the rows
-                    log.info("the saved search snapshot could not be read (%s): reading the index", exc)
-                    # Its tag still matches, so it would never be saved over: removed, it is saved anew below.
-                    saved_snapshot.saved_path(self.settings.index_dir).unlink(missing_ok=True)
-                else:
-                    self.searcher.set_snapshot(snapshot)
-                    self._generation = generation
-                    self.snapshot_from_saved = True
-                    # The table's counts while this generation holds: start-up checks need no LanceDB.
-                    counts = (len(snapshot), len(snapshot) - len(snapshot.vector_rows))
-                    self.vectors.counts_hint = lambda: counts if self.state.generation == generation else None
-                    return
+            if self._generation is None and self._adopt_saved(generation):
+                return
             snapshot, rows = self.recovering(self._newest_snapshot)
             self.searcher.set_snapshot(snapshot)
             self._generation = generation
@@ -269,6 +258,35 @@ class Engine:
                 saved_snapshot.release_unused_memory()
 
     # ----- the saved snapshot (index/saved_snapshot.py) ------------------------------------
+    def adopt_saved_snapshot(self) -> None:
+        """Search from the saved snapshot, before any sync, when it is of the index's generation
+        (nothing is read from LanceDB); a sync then checks the index by its row counts."""
+        self.open()
+        with self._snapshot_lock:
+            if self._generation is None:
+                self._adopt_saved(self.state.generation)
+
+    def _adopt_saved(self, generation: str) -> bool:
+        """Search from the saved snapshot if it is of ``generation`` (no LanceDB read); whether it
+        was. The caller holds the snapshot lock."""
+        saved = self._saved_rows(generation)
+        if saved is None:
+            return False
+        try:
+            snapshot = SearchSnapshot.from_arrow(saved.rows, saved.source)
+        except (ValueError, TypeError, KeyError) as exc:  # a damaged file: LanceDB has the rows
+            log.info("the saved search snapshot could not be read (%s): reading the index", exc)
+            # Its tag still matches, so it would never be saved over: removed, it is saved anew.
+            saved_snapshot.saved_path(self.settings.index_dir).unlink(missing_ok=True)
+            return False
+        self.searcher.set_snapshot(snapshot)
+        self._generation = generation
+        self.snapshot_from_saved = True
+        # The table's counts while this generation holds: start-up checks need no LanceDB.
+        counts = (len(snapshot), len(snapshot) - len(snapshot.vector_rows))
+        self.vectors.counts_hint = lambda: counts if self.state.generation == generation else None
+        return True
+
     def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> bool:
         """After a load from LanceDB, search on with the texts of the file just saved, mapped
         (``SearchSnapshot.text``), instead of a copy of every text held for the process's life:

@@ -232,9 +232,13 @@ class LineVectors:
         return dict(counts)
 
     def _wanted(self, texts: Iterable[str]) -> dict[str, str]:
-        """Cache key -> line, for the first ``limit`` distinct lines of ``texts``."""
-        wanted = list(dict.fromkeys(line for text in texts for line in vector_lines(text)))[: self.limit]
-        return {self._key(line): line for line in wanted}
+        """Cache key -> line, for the first ``limit`` distinct lines of ``texts`` (read no further)."""
+        lines: dict[str, None] = {}
+        for text in texts:
+            lines.update(dict.fromkeys(vector_lines(text)))
+            if len(lines) >= self.limit:
+                break
+        return {self._key(line): line for line in list(lines)[: self.limit]}
 
     # ----- the background: embeds ----------------------------------------------------------
     def fill(self, texts: Iterable[str], should_stop: Callable[[], bool] | None = None,
