@@ -14,6 +14,7 @@ import pytest
 
 from conftest import HashEmbedder, write
 from mcp_memory.config import load_settings
+from mcp_memory.core.memory_ids import memory_id
 from mcp_memory.memory import Memory, SearchError, SearchHit
 
 TODAY = dt.date(2026, 6, 15)
@@ -417,3 +418,31 @@ def test_snippet_shows_the_line_that_matches_among_near_identical_ones(workspace
     hits = memory.search(query, max_results=3)
     assert hits and expected in hits[0].snippet, hits[0].snippet[:200]
     memory.close()
+
+
+# ----- naming a hit: a tie between bullets --------------------------------------------------------
+TIED_LOG = ("# 2026-05-02\n\n- The user walks by the river after dinner.\n"
+            "- The user writes code with a ThinkPad laptop.\n- The user waters the garden plants every Sunday.\n")
+TIED_LOG_ZH = "# 2026-05-03\n\n- 用户晚饭后习惯散步。\n- 用户用 Windows 笔记本写代码。\n- 用户周末给阳台的花浇水。\n"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("query", "path", "line"), [
+    ("what computer does the user program on", "memory/2026-05-02.md",
+     "- The user writes code with a ThinkPad laptop."),
+    ("用户拿什么电脑开发", "memory/2026-05-03.md", "- 用户用 Windows 笔记本写代码。"),
+])
+def test_a_hit_is_named_by_the_bullet_that_answers_when_its_bullets_tie_on_words(workspace, query, path, line):
+    """The bullets of a daily log share only the query's "user" (用户): the hit names the bullet closest
+    to the question in meaning (with the default embedder), not the first one."""
+    memory = build(workspace, {"memory/2026-05-02.md": TIED_LOG, "memory/2026-05-03.md": TIED_LOG_ZH},
+                   embedder=None)
+    memory.close()
+    memory = Memory(load_settings(workspace, environ={}))  # the default embedder
+    memory.index()
+    try:
+        hit = next(h for h in memory.search(query) if h.path == path)
+        assert hit.id == memory_id(line)
+        assert line in hit.snippet
+    finally:
+        memory.close()

@@ -20,7 +20,9 @@
    in ``replaced_by``; the later one takes its place, coming in from below the cut if need be.
 
 Each hit carries the ``id`` of the memory holding its best line (``core/memory_ids.py``), taken
-from the whole file when the file still holds that line (``core/memory_lookup.py``).
+from the whole file when the file still holds that line (``core/memory_lookup.py``). A tie between
+a few lines (a daily log's bullets that share only the query's "user") goes to the line closest to
+the query by meaning (``memory_vectors.py``), not to the first.
 
 The vectors and chunk metadata live in memory as a ``SearchSnapshot`` (``snapshot.py``).
 """
@@ -61,6 +63,11 @@ if TYPE_CHECKING:
 
 MAX_QUERY_CHARS = 4000
 RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much
+# Lines embedded to settle a tie for a hit's best line: a daily log's few bullets. More tied lines
+# (a long conversation where every turn names the speaker) keep the first: their vectors would cost
+# a new chunk tens of milliseconds, and the hit cites the lines around it anyway.
+TIED_LINES = 4
+_NOT_MEMORY = ("#", "```", "~~~")  # headings and fences: never the line a hit is named by in a tie
 
 
 @dataclass(frozen=True)
@@ -212,7 +219,20 @@ class HybridSearcher:
     def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:
         """The memory a hit on ``row`` for ``query`` is named by (its best line's)."""
         lines = snap.text(row).split("\n")
-        return self._named(snap, row, lines, best_line(lines, query))
+        return self._named(snap, row, lines, self.best_line(lines, query))
+
+    def best_line(self, lines: list[str], query: str) -> int | None:
+        """``best_line``, a tie between a few memory lines settled by meaning: the line whose vector
+        is closest to the query's. A daily log's bullets often share only the query's commonest word
+        ("user", 用户), and the first of them used to name the hit whatever it said."""
+        tied = best_lines(lines, query)
+        memories = [i for i in tied if not lines[i].lstrip().startswith(_NOT_MEMORY)]
+        if len(memories) < 2 or len(memories) > TIED_LINES or self.memory_vectors is None:
+            return tied[0] if tied else None
+        with self._lock:  # the search embedded its query already; a hit named for another text has none
+            vector = self._query_vectors.get(query)
+        closest = None if vector is None else self.memory_vectors.closest(vector, [lines[i] for i in memories])
+        return tied[0] if closest is None else memories[closest]
 
     def memory_factors(self, snap: SearchSnapshot, rows: list[int], query: str) -> list[float] | None:
         """Each row's multiplier for ``query``: its memory's utility factor, halved when the memory
@@ -385,7 +405,7 @@ class HybridSearcher:
         text = snap.text(row)
         # The chunk's text is its file lines, one for one, unless it is a piece of one long line.
         lines = text.split("\n")
-        best = best_line(lines, query)
+        best = self.best_line(lines, query)
         memory = self._named(snap, row, lines, best)
         start, end = chunk_start, chunk_end
         if len(lines) == chunk_end - chunk_start + 1:
@@ -469,7 +489,15 @@ def _mmr(ranked: list[tuple[int, float]], terms: Callable[[int], frozenset[str]]
 
 
 def best_line(lines: list[str], query: str) -> int | None:
-    """The index of the line holding the query's most telling words, or None when none holds any.
+    """The index of the line holding the query's most telling words, or None when none holds any
+    (the first of ``best_lines``)."""
+    tied = best_lines(lines, query)
+    return tied[0] if tied else None
+
+
+def best_lines(lines: list[str], query: str) -> list[int]:
+    """The indexes of the lines holding the query's most telling words, tied, in order; [] when
+    none holds any.
 
     A word counts more the fewer lines hold it, so among many near-identical bullets the one
     with the distinguishing name wins over the first line with a common word.
@@ -483,10 +511,11 @@ def best_line(lines: list[str], query: str) -> int | None:
         for t in found:
             holding[t] = holding.get(t, 0) + 1
     if not holding:
-        return None
+        return []
     weight = {t: 1.0 / n for t, n in holding.items()}
     scores = [sum(weight[t] for t in found) for found in line_terms]
-    return max(range(len(lines)), key=lambda i: (scores[i], -i))
+    top = max(scores)
+    return [i for i, score in enumerate(scores) if score == top]
 
 
 @lru_cache(maxsize=64)

@@ -57,6 +57,14 @@ class MemoryVectors:
             found.update(zip(missing, fresh, strict=True))
         return [found.get(t) for t in texts]
 
+    def closest(self, query: np.ndarray, texts: list[str]) -> int | None:
+        """The index of the text whose vector is closest to ``query`` (a query vector of the same
+        embedder); None when any of them could not be embedded."""
+        vectors = self.vectors(texts)
+        if any(vector is None for vector in vectors):
+            return None
+        return int(np.argmax([float(vector @ query) for vector in vectors if vector is not None]))
+
     def same_fact(self, pairs: Sequence[tuple[str, str]]) -> list[bool]:
         """``core.updates.SameFact``: whether each pair's cosine reaches the model's ``same_fact_cosine``
         (the memories of all pairs embedded in one call)."""
