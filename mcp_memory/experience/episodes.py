@@ -174,12 +174,13 @@ class Episode:
 
     def mark_fixed(self, tool: str | None, how: str) -> None:
         """Note how the open errors of ``tool`` (every open error when None) were fixed."""
+        name = None if tool is None else normal_tool(tool)
+        open_errors = [e for e in self.errors if not e.fix and (name is None or e.tool == name)]
+        if not open_errors:
+            return  # the common case, on every successful call: no filter to run over ``how``
         fix = safe_text(how)
-        if not fix:
-            return
-        for error in self.errors:
-            if not error.fix and (tool is None or error.tool == normal_tool(tool)):
-                error.fix = fix
+        for error in open_errors if fix else ():
+            error.fix = fix
 
     def see(self, when: dt.datetime) -> None:
         self.start, self.end = min(self.start, when), max(self.end, when)
