@@ -25,7 +25,9 @@ import pytest
 
 from conftest import HashEmbedder, free_port, port_open, write
 from mcp_memory.config import CONFIG_FILENAME, Settings, load_settings
+from mcp_memory.core.memory_ids import statement_body
 from mcp_memory.embedding import shared
+from mcp_memory.embedding.cache import text_key
 from mcp_memory.memory import Memory
 
 BUCKET = "team-memory"
@@ -124,6 +126,25 @@ def test_a_memory_embedded_on_one_machine_is_found_on_the_other_without_embeddin
     assert hits and "rotates every tuesday" in hits[0].snippet
     assert status.shared_vectors == uri
     assert not [reason for reason in status.degraded if "shared vectors" in reason]
+
+
+def test_single_memories_a_search_embeds_stay_on_this_machine(tmp_path, s3):
+    """A search embeds single bullets (to name a hit whose bullets tie on the query's words): it
+    neither waits on the shared store for them nor sends them there; the chunks are shared."""
+    uri = f"s3://{BUCKET}/single-memories"
+    laptop = machine(tmp_path / "laptop", uri, s3)
+    bullets = ["- The user walks by the river after dinner.", "- The user keeps a ThinkPad for work."]
+    write(laptop.workspace, "memory/2026-05-02.md", "# 2026-05-02\n\n" + "\n".join(bullets) + "\n")
+    embedder = HashEmbedder()
+    with Memory(laptop, embedder=embedder) as memory:
+        memory.index()
+        assert memory.search("what about the user")
+        assert memory.engine.shared is not None and memory.engine.shared.flush()
+        shared_now, local_now = set(shared_keys(memory)), local_keys(laptop)
+    single = {text_key(embedder, statement_body(bullet), "line") for bullet in bullets}
+    assert single <= local_now  # embedded for the tie, here
+    assert not single & shared_now
+    assert shared_now and shared_now <= local_now  # the chunk's vector was shared
 
 
 def test_concurrent_stores_on_two_machines_leave_each_vector_once_in_the_shared_table(tmp_path, s3):

@@ -50,21 +50,22 @@ def kind_key(provider: str, model: str, dimensions: int, text: str, kind: EmbedK
 
 
 def embed_through_cache(embedder: Embedder, cache: EmbeddingCache, texts: Sequence[str],
-                        kind: EmbedKind = "chunk") -> np.ndarray:
+                        kind: EmbedKind = "chunk", local_only: bool = False) -> np.ndarray:
     """Vectors of ``texts``, shape (len(texts), dimensions): cached ones read, the others
-    embedded in one ``embed_documents`` call and added to the cache.
+    embedded in one ``embed_documents`` call and added to the cache (``local_only``: the local
+    file alone, for a search that must not wait on a shared store).
 
     Raises what the embedder raises (``EmbeddingError``); nothing is cached then.
     """
     keys = [text_key(embedder, text, kind) for text in texts]
-    found = cache.get_many(list(dict.fromkeys(keys)))
+    found = cache.get_many(list(dict.fromkeys(keys)), local_only=local_only)
     missing = [i for i, key in enumerate(keys) if key not in found]
     if _EMBED_IN_KEY_ORDER[kind]:
         missing.sort(key=lambda i: keys[i])
     if missing:
         fresh = embedder.embed_documents([texts[i] for i in missing])
         new = {keys[i]: fresh[j] for j, i in enumerate(missing)}
-        cache.put_many(new)
+        cache.put_many(new, local_only=local_only)
         found.update(new)
     return np.stack([found[key] for key in keys])
 

@@ -1,4 +1,5 @@
-"""Single memories' vectors, and whether two memories in different languages say the same thing.
+"""Single memories' vectors: whether two memories in different languages say the same thing, and
+which of a hit's lines tied on the query's words is closest to it in meaning (``hybrid.py``).
 
 The text rules of ``core/updates.py`` tie an update to the memory it changes by shared words (a
 name, a Latin word, the concepts of ``core/words/updates.toml``). Across languages most subjects
@@ -9,6 +10,8 @@ scale never decides. Chunk vectors cannot answer this: a daily log's chunk mixes
 
 Vectors go through the embedding cache under the texts the sleep cycle embeds for the same
 memories, so a memory is embedded once; an embedder that fails leaves the words alone to decide.
+Searches ask for them, so they are read from and written to the local cache file only: a shared
+vector store (``embedding/shared.py``) would make a search wait on the network.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ class MemoryVectors:
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             try:  # one embedder call for all, the cached ones read
-                fresh = embed_through_cache(self.embedder, self.cache, [statement_body(t) for t in missing], "line")
+                fresh = embed_through_cache(self.embedder, self.cache, [statement_body(t) for t in missing], "line",
+                                            local_only=True)
             except EmbeddingError as exc:  # the words alone decide
                 log.warning("could not embed %d memories: %s", len(missing), exc)
                 return [found.get(t) for t in texts]
