@@ -197,8 +197,10 @@ import json, os, sys, time
 open({str(tmp_path / "stub.pid")!r}, "w").write(str(os.getpid()))
 data = sys.stdin.read()
 time.sleep({sleep})
-with open({str(record)!r}, "w") as handle:
+# Written whole, then renamed: a test polling for the record never reads it half-written.
+with open({str(record) + ".tmp"!r}, "w") as handle:
     json.dump({{"argv": sys.argv[1:], "env": dict(os.environ), "input": json.loads(data or "null")}}, handle)
+os.replace({str(record) + ".tmp"!r}, {str(record)!r})
 """, encoding="utf-8")
     script.chmod(0o755)
     return script, record
