@@ -222,7 +222,8 @@ class HybridSearcher:
         return self._named(snap, row, lines, self.best_line(lines, query))
 
     def best_line(self, lines: list[str], query: str) -> int | None:
-        """``best_line``, a tie between a few memory lines settled by meaning: the line whose vector
+        """The index of the line holding the query's most telling words (``best_lines``), or None when
+        none holds any. A tie between a few memory lines is settled by meaning: the line whose vector
         is closest to the query's. A daily log's bullets often share only the query's commonest word
         ("user", 用户), and the first of them used to name the hit whatever it said."""
         tied = best_lines(lines, query)
@@ -488,13 +489,6 @@ def _mmr(ranked: list[tuple[int, float]], terms: Callable[[int], frozenset[str]]
     return chosen
 
 
-def best_line(lines: list[str], query: str) -> int | None:
-    """The index of the line holding the query's most telling words, or None when none holds any
-    (the first of ``best_lines``)."""
-    tied = best_lines(lines, query)
-    return tied[0] if tied else None
-
-
 def best_lines(lines: list[str], query: str) -> list[int]:
     """The indexes of the lines holding the query's most telling words, tied, in order; [] when
     none holds any.
@@ -520,7 +514,7 @@ def best_lines(lines: list[str], query: str) -> list[int]:
 
 @lru_cache(maxsize=64)
 def _query_words(query: str) -> frozenset[str]:
-    """The words of ``query`` that ``best_line`` looks for (every hit of a search asks for the same query's)."""
+    """The words of ``query`` that ``best_lines`` looks for (every hit of a search asks for the same query's)."""
     return frozenset(t for t in keyword_tokens(query.lower()) if len(t) > 1)
 
 

@@ -86,7 +86,7 @@ def _matched(hit: SearchHit, units: list[LocatedMemory], terms: set[str]) -> lis
 
 def _word_scores(units: list[LocatedMemory], terms: set[str]) -> list[float]:
     """How much of the prompt each memory holds: a word counts more the fewer of them hold it
-    (as ``search.best_line`` weighs lines), so a shared "the user" decides nothing."""
+    (as ``index.hybrid.best_lines`` weighs lines), so a shared "the user" decides nothing."""
     found = [terms & _analysed(u.text) for u in units]
     weight = {t: 1.0 / sum(t in f for f in found) for t in terms if any(t in f for f in found)}
     return [sum(weight[t] for t in f) for f in found]
