@@ -446,3 +446,20 @@ def test_a_hit_is_named_by_the_bullet_that_answers_when_its_bullets_tie_on_words
         assert line in hit.snippet
     finally:
         memory.close()
+
+
+def test_a_tie_between_long_turns_keeps_the_first_and_embeds_nothing(workspace):
+    """Conversation turns that share the query's words: naming by meaning would embed each turn on
+    the first search (milliseconds a hit) for nothing the citation does not already show."""
+    turns = [f"- **Caroline:** I went to the support group yesterday and {'it was a long and moving evening ' * 4}"
+             f"number {i}." for i in range(2)]
+    embedder = HashEmbedder()
+    memory = build(workspace, {"memory/2026-05-04.md": "# 2026-05-04\n\n" + "\n".join(turns) + "\n"},
+                   embedder=lambda: embedder)
+    try:
+        before = sum(embedder.calls)
+        hit = memory.search("Caroline support group")[0]
+        assert sum(embedder.calls) == before  # the query alone was embedded
+        assert hit.id == memory_id(turns[0])
+    finally:
+        memory.close()

@@ -67,6 +67,10 @@ RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cy
 # (a long conversation where every turn names the speaker) keep the first: their vectors would cost
 # a new chunk tens of milliseconds, and the hit cites the lines around it anyway.
 TIED_LINES = 4
+# ... each a short statement. Turns of a conversation run longer: embedding them cost a first search
+# over a LoCoMo workspace 2.5-3.5 ms p50 and 15 ms p95 for no change in any figure, and such a hit is
+# cited with the turns around its line anyway.
+TIED_LINE_CHARS = 160
 _NOT_MEMORY = ("#", "```", "~~~")  # headings and fences: never the line a hit is named by in a tie
 
 
@@ -228,7 +232,8 @@ class HybridSearcher:
         ("user", 用户), and the first of them used to name the hit whatever it said."""
         tied = best_lines(lines, query)
         memories = [i for i in tied if not lines[i].lstrip().startswith(_NOT_MEMORY)]
-        if len(memories) < 2 or len(memories) > TIED_LINES or self.memory_vectors is None:
+        if (len(memories) < 2 or len(memories) > TIED_LINES or self.memory_vectors is None
+                or any(len(lines[i]) > TIED_LINE_CHARS for i in memories)):
             return tied[0] if tied else None
         with self._lock:  # the search embedded its query already; a hit named for another text has none
             vector = self._query_vectors.get(query)
