@@ -179,8 +179,9 @@ class Episode:
         if not open_errors:
             return  # the common case, on every successful call: no filter to run over ``how``
         fix = safe_text(how)
-        for error in open_errors if fix else ():
-            error.fix = fix
+        if fix:
+            for error in open_errors:
+                error.fix = fix
 
     def see(self, when: dt.datetime) -> None:
         self.start, self.end = min(self.start, when), max(self.end, when)

@@ -63,13 +63,11 @@ if TYPE_CHECKING:
 
 MAX_QUERY_CHARS = 4000
 RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much
-# Lines embedded to settle a tie for a hit's best line: a daily log's few bullets. More tied lines
-# (a long conversation where every turn names the speaker) keep the first: their vectors would cost
-# a new chunk tens of milliseconds, and the hit cites the lines around it anyway.
+# A tie for a hit's best line is settled by meaning between a daily log's few short bullets: at most
+# TIED_LINES lines of at most TIED_LINE_CHARS characters. Any other tie (a conversation's long turns,
+# each naming its speaker) keeps the first line: embedding those cost a first search over a LoCoMo
+# workspace 2.5-3.5 ms p50 and 15 ms p95 and changed no figure, and the hit cites the lines around it.
 TIED_LINES = 4
-# ... each a short statement. Turns of a conversation run longer: embedding them cost a first search
-# over a LoCoMo workspace 2.5-3.5 ms p50 and 15 ms p95 for no change in any figure, and such a hit is
-# cited with the turns around its line anyway.
 TIED_LINE_CHARS = 160
 _NOT_MEMORY = ("#", "```", "~~~")  # headings and fences: never the line a hit is named by in a tie
 
