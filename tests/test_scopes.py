@@ -26,7 +26,12 @@ from mcp_memory.core.scopes import ScopeFilter, scope_from_cwd, scope_of
 from mcp_memory.memory import Memory
 from test_hooks import claude_transcript, hook_command, hook_env, index_keywords, write_jsonl
 
-TODAY = dt.date.today().isoformat()
+
+def today() -> str:
+    """Today's date, read when a test runs: a run that passes midnight writes to the new day."""
+    return dt.date.today().isoformat()
+
+
 GLOBAL_DEPLOY = "Every deploy needs a changelog entry."
 WEB_DEPLOY = "The web app deploys to Netlify every Friday."
 API_DEPLOY = "The api service deploys to Fly.io on Mondays."
@@ -73,8 +78,14 @@ async def paths_found(client: Client, query: str, **args: Any) -> set[str]:
     return {hit["path"] for hit in found["results"]}
 
 
-WEB_FILE = f"memory/scopes/web/{TODAY}.md"
-API_FILE = f"memory/scopes/api/{TODAY}.md"
+def todays_web_file() -> str:
+    return f"memory/scopes/web/{today()}.md"
+
+
+def todays_api_file() -> str:
+    return f"memory/scopes/api/{today()}.md"
+
+
 GLOBAL_FILE = "memory/2026-01-05.md"
 
 
@@ -85,21 +96,22 @@ async def test_stores_land_in_their_scope_and_searches_cover_it_plus_global(scop
     async with connected(settings) as client:
         web = data(await client.call_tool("memory_store", {"text": WEB_DEPLOY, "scope": "web"}))
         api = data(await client.call_tool("memory_store", {"text": API_DEPLOY, "scope": "api"}))
-        assert (web["path"], api["path"]) == (WEB_FILE, API_FILE)
-        assert (scoped_ws / WEB_FILE).read_text(encoding="utf-8") == f"# {TODAY}\n\n- {WEB_DEPLOY}\n"
-        assert API_DEPLOY in (scoped_ws / API_FILE).read_text(encoding="utf-8")
+        assert (web["path"], api["path"]) == (todays_web_file(), todays_api_file())
+        assert (scoped_ws / todays_web_file()).read_text(encoding="utf-8") == f"# {today()}\n\n- {WEB_DEPLOY}\n"
+        assert API_DEPLOY in (scoped_ws / todays_api_file()).read_text(encoding="utf-8")
 
-        assert await paths_found(client, "deploy", scope="web") == {GLOBAL_FILE, WEB_FILE}
-        assert await paths_found(client, "deploy", scope="api") == {GLOBAL_FILE, API_FILE}
-        assert await paths_found(client, "deploy", scope="web,api") == {GLOBAL_FILE, WEB_FILE, API_FILE}
-        assert await paths_found(client, "deploy", scope="*") == {GLOBAL_FILE, WEB_FILE, API_FILE}
+        assert await paths_found(client, "deploy", scope="web") == {GLOBAL_FILE, todays_web_file()}
+        assert await paths_found(client, "deploy", scope="api") == {GLOBAL_FILE, todays_api_file()}
+        both = {GLOBAL_FILE, todays_web_file(), todays_api_file()}
+        assert await paths_found(client, "deploy", scope="web,api") == both
+        assert await paths_found(client, "deploy", scope="*") == both
         assert await paths_found(client, "deploy", scope="global") == {GLOBAL_FILE}
         assert await paths_found(client, "deploy") == {GLOBAL_FILE}  # no default scope: the global memory
 
         for tool in ("precision_memory_search", "deep_memory_search"):
             found = data(await client.call_tool(tool, {"query": "deploy Netlify Fly.io", "scope": "web"}))
             paths = {hit["path"] for hit in found["results"]}
-            assert WEB_FILE in paths and API_FILE not in paths, (tool, paths)
+            assert todays_web_file() in paths and todays_api_file() not in paths, (tool, paths)
 
         recalled = data(await client.call_tool("memory_recall", {"prompt": "How does the web app deploy to Netlify?",
                                                                  "scope": "web"}))["context"]
@@ -115,14 +127,14 @@ async def test_a_connections_default_scope_applies_until_a_call_names_another(sc
                                                                              settings: Settings) -> None:
     async with connected(settings, scope="web") as client:
         stored = data(await client.call_tool("memory_store", {"text": WEB_DEPLOY}))
-        assert stored["path"] == WEB_FILE
+        assert stored["path"] == todays_web_file()
         other = data(await client.call_tool("memory_store", {"text": API_DEPLOY, "scope": "api"}))
-        assert other["path"] == API_FILE
-        assert await paths_found(client, "deploy") == {GLOBAL_FILE, WEB_FILE}
-        assert await paths_found(client, "deploy", scope="api") == {GLOBAL_FILE, API_FILE}
+        assert other["path"] == todays_api_file()
+        assert await paths_found(client, "deploy") == {GLOBAL_FILE, todays_web_file()}
+        assert await paths_found(client, "deploy", scope="api") == {GLOBAL_FILE, todays_api_file()}
         everywhere = data(await client.call_tool("memory_store", {"text": "The user writes in British English.",
                                                                   "scope": "global"}))
-        assert everywhere["path"] == f"memory/{TODAY}.md"
+        assert everywhere["path"] == f"memory/{today()}.md"
 
         evergreen = data(await client.call_tool("memory_store", {"text": "The web app is written in Svelte.",
                                                                  "evergreen": True}))
@@ -130,7 +142,7 @@ async def test_a_connections_default_scope_applies_until_a_call_names_another(sc
 
         captured = data(await client.call_tool("memory_capture", {
             "messages": [{"role": "user", "content": "We decided to host the web app's images on Cloudinary."}]}))
-        assert [line["citation"].split("#")[0] for line in captured["captured"]] == [WEB_FILE]
+        assert [line["citation"].split("#")[0] for line in captured["captured"]] == [todays_web_file()]
 
 
 @pytest.mark.anyio
@@ -139,7 +151,7 @@ async def test_duplicates_are_judged_where_the_memory_would_be_seen(scoped_ws: P
         first = data(await client.call_tool("memory_store", {"text": WEB_DEPLOY, "scope": "web"}))
         # The same words in another scope are not "already in memory" there: api cannot see web.
         again = data(await client.call_tool("memory_store", {"text": WEB_DEPLOY, "scope": "api"}))
-        assert first["stored"] and again["stored"] and again["path"] == API_FILE
+        assert first["stored"] and again["stored"] and again["path"] == todays_api_file()
         # What the global memory holds is seen from every scope.
         repeated = data(await client.call_tool("memory_store", {"text": GLOBAL_DEPLOY, "scope": "web"}))
         assert not repeated["stored"] and repeated["path"] == GLOBAL_FILE
@@ -241,10 +253,10 @@ async def test_stdio_clients_of_different_scopes_share_one_warm_process(scoped_w
 
     async with (Client(params(scoped_ws, MCP_MEMORY_SCOPE="web")) as web,
                 Client(params(scoped_ws, "--scope", "api")) as api):
-        assert data(await web.call_tool("memory_store", {"text": WEB_DEPLOY}))["path"] == WEB_FILE
-        assert data(await api.call_tool("memory_store", {"text": API_DEPLOY}))["path"] == API_FILE
-        assert await paths_found(web, "deploy") == {GLOBAL_FILE, WEB_FILE}
-        assert await paths_found(api, "deploy") == {GLOBAL_FILE, API_FILE}
+        assert data(await web.call_tool("memory_store", {"text": WEB_DEPLOY}))["path"] == todays_web_file()
+        assert data(await api.call_tool("memory_store", {"text": API_DEPLOY}))["path"] == todays_api_file()
+        assert await paths_found(web, "deploy") == {GLOBAL_FILE, todays_web_file()}
+        assert await paths_found(api, "deploy") == {GLOBAL_FILE, todays_api_file()}
         assert len(await until(lambda: warm_infos(scoped_ws))) == 1  # one process for both scopes
 
 
@@ -298,7 +310,7 @@ async def test_a_scoped_token_sees_its_scope_and_global_and_writes_only_its_scop
         assert not any(p.startswith(("memory/scopes/api/", "memory/episodes/")) for p in listed)
 
         stored = data(await web.call_tool("memory_store", {"text": "The web app's CDN is Fastly."}))
-        assert stored["path"] == WEB_FILE
+        assert stored["path"] == todays_web_file()
         for scope in ("api", "global"):
             message = error(await web.call_tool("memory_store", {"text": "The web token writes here.", "scope": scope}))
             assert "writes into that scope only" in message
@@ -319,7 +331,7 @@ async def test_a_scoped_token_sees_its_scope_and_global_and_writes_only_its_scop
         assert "Fastly" not in json.dumps(data(await api.call_tool("memory_search", {"query": "CDN Fastly"})))
 
     async with http_client(team_server, FULL) as full:
-        assert await paths_found(full, "deploy CDN", scope="*") == {GLOBAL_FILE, web_file, api_file, WEB_FILE,
+        assert await paths_found(full, "deploy CDN", scope="*") == {GLOBAL_FILE, web_file, api_file, todays_web_file(),
                                                                      "memory/episodes/2026-01-06-abc.md"}
 
 
@@ -369,6 +381,6 @@ def test_hooks_recall_and_capture_in_the_scope_of_the_working_directory(workspac
     stop = run_scoped_hook(workspace, "stop", {"session_id": "s-shop", "transcript_path": str(transcript),
                                                "cwd": str(shop / "src"), "hook_event_name": "Stop"})
     assert stop.returncode == 0 and stop.stdout == b""
-    captured = (workspace / "memory" / "scopes" / "shop" / f"{TODAY}.md").read_text(encoding="utf-8")
+    captured = (workspace / "memory" / "scopes" / "shop" / f"{today()}.md").read_text(encoding="utf-8")
     assert "dog is called Biscuit" in captured
-    assert not (workspace / "memory" / f"{TODAY}.md").exists()
+    assert not (workspace / "memory" / f"{today()}.md").exists()

@@ -21,7 +21,12 @@ from mcp_memory.core.workspace import PathError, read_text
 from mcp_memory.memory import Memory, MemoryInputError
 from test_transports import stdio_params
 
-TODAY = f"memory/{dt.date.today().isoformat()}.md"
+
+def today_file() -> str:
+    """Today's daily file, read when a test runs: a run that passes midnight writes to the new day."""
+    return f"memory/{dt.date.today().isoformat()}.md"
+
+
 CONTROL_FREE = set(range(0x00, 0x09)) | set(range(0x0B, 0x20)) | {0x7F}
 
 
@@ -71,8 +76,8 @@ async def test_store_never_writes_control_characters(server, workspace, text, ke
         assert not stored.is_error, stored.content
         after = await client.call_tool("memory_store", {"text": "A later store into the same file works."})
         assert after.structured_content["stored"]
-        got = await client.call_tool("memory_get", {"path": TODAY})
-    content = _assert_clean_file(workspace / TODAY)
+        got = await client.call_tool("memory_get", {"path": today_file()})
+    content = _assert_clean_file(workspace / today_file())
     assert kept in content and kept in got.structured_content["text"]
 
 
@@ -85,7 +90,7 @@ async def test_invisible_only_text_is_refused_and_nothing_is_written(server, wor
         assert result.is_error and "empty" in result.content[0].text
         search = await client.call_tool("memory_search", {"query": "pnpm"})
         assert search.structured_content["results"]  # still serving
-    assert not (workspace / TODAY).exists()
+    assert not (workspace / today_file()).exists()
 
 
 @pytest.mark.anyio
@@ -96,7 +101,7 @@ async def test_capture_never_writes_control_characters(server, workspace):
         result = await client.call_tool("memory_capture", {"messages": messages, "session_key": "s\x00ession\x1b"})
         assert not result.is_error, result.content
         assert result.structured_content["captured"], result.structured_content
-    content = _assert_clean_file(workspace / TODAY)
+    content = _assert_clean_file(workspace / today_file())
     assert "5:30 train" in content
 
 
@@ -106,22 +111,22 @@ async def test_a_damaged_file_keeps_its_bytes_and_its_valid_lines(served, worksp
     server, service = served
     damaged = (b"# Daily\n\n- Valid line about the quasarbeam rollout.\n- broken \x00\xff\xfe bytes here\n"
                b"- Another valid line about the nebulite cache.")
-    (workspace / TODAY).write_bytes(damaged)
+    (workspace / today_file()).write_bytes(damaged)
     async with Client(server) as client:
         await client.call_tool("memory_status", {})  # let the service open
         memory = service.memory()
         memory.sync()
         search = await client.call_tool("memory_search", {"query": "quasarbeam rollout"})
-        assert search.structured_content["results"][0]["path"] == TODAY
-        got = await client.call_tool("memory_get", {"path": TODAY, "from_line": 5, "line_count": 1})
+        assert search.structured_content["results"][0]["path"] == today_file()
+        got = await client.call_tool("memory_get", {"path": today_file(), "from_line": 5, "line_count": 1})
         assert got.structured_content["text"] == "- Another valid line about the nebulite cache."
         stored = await client.call_tool("memory_store", {"text": "The user prefers Helix over Vim."})
         assert stored.structured_content["stored"] and stored.structured_content["line"] == 6
-        removed = await client.call_tool("memory_forget", {"path": TODAY, "line": 3, "confirm": True})
+        removed = await client.call_tool("memory_forget", {"path": today_file(), "line": 3, "confirm": True})
         assert removed.structured_content["removed"]["text"].endswith("quasarbeam rollout.")
         found = await client.call_tool("memory_search", {"query": "Helix Vim"})
-        assert any(h["path"] == TODAY for h in found.structured_content["results"])
-    data = (workspace / TODAY).read_bytes()
+        assert any(h["path"] == today_file() for h in found.structured_content["results"])
+    data = (workspace / today_file()).read_bytes()
     assert b"- broken \x00\xff\xfe bytes here\n" in data  # the damaged bytes are the user's: kept as they were
     assert data.endswith(b"- The user prefers Helix over Vim.\n") and b"quasarbeam" not in data
 
@@ -136,7 +141,7 @@ async def test_stdio_server_refuses_nul_and_keeps_serving(tmp_path: Path):
         assert not stored.is_error
         again = await client.call_tool("memory_search", {"query": "zebracorn"})
         assert again.structured_content["results"]
-    _assert_clean_file(ws / TODAY)
+    _assert_clean_file(ws / today_file())
 
 
 # ----- links -------------------------------------------------------------------------------------------
@@ -178,7 +183,7 @@ def test_no_write_through_a_linked_file(workspace, settings, tmp_path, kind):
     before = outside.read_bytes()
     memory = Memory(settings, embedder=HashEmbedder())
     memory.index()
-    for target in (workspace / TODAY, workspace / "MEMORY.md"):
+    for target in (workspace / today_file(), workspace / "MEMORY.md"):
         if kind == "symlink":
             target.symlink_to(outside)
         else:
@@ -224,12 +229,12 @@ def test_new_files_follow_the_umask(workspace, settings, umask, mode):
         memory.store("The user's cat is called Miso.", evergreen=True)
     finally:
         os.umask(old)
-    for rel in (TODAY, "MEMORY.md"):
+    for rel in (today_file(), "MEMORY.md"):
         assert stat.S_IMODE((workspace / rel).stat().st_mode) == mode, rel
-    (workspace / TODAY).chmod(0o604)  # an existing file keeps the mode its owner chose
+    (workspace / today_file()).chmod(0o604)  # an existing file keeps the mode its owner chose
     memory.store("The user prefers green tea after lunch.")
-    assert stat.S_IMODE((workspace / TODAY).stat().st_mode) == 0o604
-    assert json.dumps(read_text(workspace / TODAY))  # and it is still plain text
+    assert stat.S_IMODE((workspace / today_file()).stat().st_mode) == 0o604
+    assert json.dumps(read_text(workspace / today_file()))  # and it is still plain text
 
 
 # ----- secrets and injections, through the protocol -------------------------------------------------------
@@ -273,7 +278,7 @@ async def test_secrets_and_injections_are_refused_through_the_protocol(server, w
         assert captured.structured_content["captured"] == []
         ok = await client.call_tool("memory_store", {"text": "The user prefers oat milk."})
         assert ok.structured_content["stored"]
-    written = (workspace / TODAY).read_text(encoding="utf-8")
+    written = (workspace / today_file()).read_text(encoding="utf-8")
     for marker in ("Hq7#kLm29xPz", "sk_live", "SG.", "Vq8!zzKp3", "Tr0ub4dor", "4111", "Disregard", "<|system|>",
                    "Pretend", "无视", "Ignoriere", "無視", "paid plan", "Qw7uAhUnTS60", "%3Csystem", "gnore all"):
         assert marker not in written, marker
@@ -288,4 +293,4 @@ async def test_filters_hold_over_stdio(tmp_path: Path):
         for text in (SECRET_TEXTS[0], SECRET_TEXTS[3], INJECTION_TEXTS[0], INJECTION_TEXTS[5]):
             result = await client.call_tool("memory_store", {"text": text})
             assert result.is_error, text
-    assert not (ws / TODAY).exists()
+    assert not (ws / today_file()).exists()
