@@ -128,11 +128,14 @@ class RerankSettings:
     retries: int = 1  # further attempts after a failed request
     candidates: int = 30  # how many first-stage hits the reranker reads
     # The local reranker also reads how close the query is to each candidate's best line, by
-    # multilingual-e5 vectors of memory lines (index/line_vectors.py). They are embedded in the
-    # background after the chunk vectors (about 30 ms a line on a 2-core CPU), newest files
-    # first, at most line_vector_limit lines, and never leave this machine.
+    # multilingual-e5 vectors of memory lines (index/line_vectors.py). They never leave this
+    # machine. The background embeds the newest files' lines, at most line_vector_limit of them:
+    # e5 embeds 20-25 lines a second on one core, so 6,000 lines keep a core busy about five
+    # minutes whatever the workspace's size. The lines of the chunks precise searches rerank are
+    # embedded on demand beyond the limit, within seconds (docs/benchmarks.md: LoCoMo precise
+    # with half its lines at first, then those its searches asked for, as with all of them).
     line_vectors: bool = True
-    line_vector_limit: int = 50_000
+    line_vector_limit: int = 6_000
 
 
 @dataclass

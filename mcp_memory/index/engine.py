@@ -180,8 +180,8 @@ class Engine:
     def chunk_texts(self) -> Iterator[str]:
         """The text of every indexed chunk, evergreen files first, then daily files newest first.
 
-        Read as the caller goes: the line vectors want only the newest lines (a limit of 50,000
-        lines is reached within about 10,000 chunks), and a million texts read at once took seconds."""
+        Read as the caller goes: the line vectors want only the newest lines (their default limit,
+        6,000 lines, is reached within about 1,000 chunks), and a million texts read at once took seconds."""
         self.open()
         self.refresh_snapshot()
         snap = self.searcher.snapshot
