@@ -297,7 +297,10 @@ def _cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     ]
     lines = status.line_vectors
     if lines is not None:
-        rows.append(("line vectors", f"{lines['embedded']} of {lines['lines']} lines (precision search)"))
+        # At the limit, the background stops at the newest files; older lines come when searched.
+        reach = (" of the newest files; older ones when a precise search reads them"
+                 if lines["lines"] >= settings.rerank.line_vector_limit else "")
+        rows.append(("line vectors", f"{lines['embedded']} of {lines['lines']} lines{reach} (precision search)"))
     if status.last_rebuild_reason:
         rows.append(("last rebuild", status.last_rebuild_reason))
     if status.shared_vectors:

@@ -121,6 +121,22 @@ def test_status_json_has_the_documented_keys(ws, capsys):
     assert re.search(r"^embedded\s+n/a \(keyword-only\)$", out, re.M)
 
 
+def test_status_says_when_line_vectors_stop_at_the_newest_files(ws, capsys, monkeypatch):
+    # The background gives vectors to the newest files' lines up to rerank.line_vector_limit; a
+    # user reading "2 of 2" must learn that older lines come only when a search reads them.
+    monkeypatch.setenv("MCP_MEMORY_RERANK_LINE_VECTOR_LIMIT", "2")
+    code, out, _ = run(capsys, "status", "-w", str(ws))
+    assert code == 0
+    row = re.search(r"^line vectors\s+(.*)$", out, re.M)
+    assert row is not None, out
+    assert re.fullmatch(r"\d+ of 2 lines of the newest files; older ones when a precise search reads them "
+                        r"\(precision search\)", row.group(1)), row.group(1)
+    monkeypatch.setenv("MCP_MEMORY_RERANK_LINE_VECTOR_LIMIT", "1000")
+    code, out, _ = run(capsys, "status", "-w", str(ws))
+    row = re.search(r"^line vectors\s+(.*)$", out, re.M)
+    assert row is not None and re.fullmatch(r"\d+ of \d+ lines \(precision search\)", row.group(1)), out
+
+
 def test_get_prints_exactly_the_requested_lines(ws, capsys):
     code, out, _err = run(capsys, "get", DAILY, "-w", str(ws), "--from", "2", "--lines", "2")
     assert code == 0
