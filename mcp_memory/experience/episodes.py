@@ -35,6 +35,7 @@ made private since (``EpisodeLog.recheck_privacy``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import json
 import logging
@@ -68,6 +69,10 @@ SERVER, TRANSCRIPT = "server", "transcript"
 NOT_WORK = frozenset({"memory_status", "memory_episodes"})
 
 _CITATION = re.compile(r"^(\S(?:.*\S)?\.md#L\d+(?:-L\d+)?)$")
+# A memory's id as the product issues it (``core/memory_ids.py``: "m-" and 12 hex digits).
+_MEMORY_ID = re.compile(r"[a-z]{1,8}-[0-9a-f]{6,64}")
+# A path segment of a citation: no markup, quotes, backslashes or control characters.
+_UNSAFE_PATH = re.compile(r"[<>\"`|\\\x00-\x1f\x7f]|(?:^|/)\.\.(?:/|$)")
 _RECALL_ITEM = re.compile(r'<memory source="([^"]+)"(?: id="([^"]*)")?')
 _FIX_WORDS = re.compile(r"\b(fix(?:ed|es)?|the (?:problem|issue|error|cause) (?:was|is)|resolved|solved|works now|"
                         r"now works|was caused by|because)\b", re.IGNORECASE)
@@ -84,16 +89,35 @@ def is_real_work(tool: str) -> bool:
 
 
 def normal_tool(name: str) -> str:
-    """A tool's name as the server knows it: ``mcp__memory__memory_search`` is ``memory_search``."""
-    name = _MCP_PREFIX.sub("", name)
-    return re.sub(r"[^\w.:-]", "_", name)[:80] or "unknown"
+    """A tool's name as the server knows it: ``mcp__memory__memory_search`` is ``memory_search``.
+    A name that holds a secret or reads as instructions is written as "withheld" (``is_safe_name``)."""
+    name = re.sub(r"[^\w.:-]", "_", _MCP_PREFIX.sub("", name))[:80] or "unknown"
+    return name if is_safe_name(name) else WITHHELD
 
 
 def normal_client(name: str) -> str:
     """A client's name as episodes compare it: lower case, words joined by '-' ("Claude Code" = claude-code);
     an MCP client name that is another name of a client is that client's ("openclaw-bundle-mcp" = openclaw)."""
     normal = re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")[:60] or "unknown"
-    return _CLIENT_ALIASES.get(normal, normal)
+    return _CLIENT_ALIASES.get(normal, normal) if is_safe_name(normal) else WITHHELD
+
+
+WITHHELD = "withheld"
+
+
+@functools.lru_cache(maxsize=4096)
+def is_safe_name(name: str) -> bool:
+    """Whether a name an episode writes as it is (a tool, a client, a session key, a citation, an id)
+    holds no secret and does not read as instructions, its separators read as spaces.
+
+    These come from transcripts and clients, so whoever names a tool or a file names them, and an
+    episode is a memory file recall and search read back. Names recur: the verdicts are cached."""
+    from mcp_memory.safety import find_secrets, looks_like_injection, normalise_for_filters
+
+    if find_secrets(name):
+        return False
+    spaced = re.sub(r"[_\-.:/#]+", " ", name)
+    return not (find_secrets(spaced) or looks_like_injection(normalise_for_filters(spaced)))
 
 
 @dataclass(frozen=True)
@@ -223,15 +247,25 @@ class Episode:
 
 def _add_ref(refs: list[MemoryRef], ref: MemoryRef) -> None:
     citation = " ".join(ref.citation.split())
-    if not _CITATION.match(citation) or len(refs) >= MAX_ITEMS:
+    if len(refs) >= MAX_ITEMS or not is_citation(citation):
         return
-    ref_id = ref.id if re.fullmatch(r"[\w-]{1,64}", ref.id or "") else ""
+    ref_id = ref.id if _MEMORY_ID.fullmatch(ref.id or "") else ""
     for i, known in enumerate(refs):
         if known.citation == citation:
             if ref_id and not known.id:
                 refs[i] = MemoryRef(citation, ref_id)
             return
     refs.append(MemoryRef(citation, ref_id))
+
+
+def is_citation(text: str) -> bool:
+    """Whether ``text`` is a citation an episode may write: a relative markdown path with a line range,
+    no markup or ``..`` in the path, nothing secret and nothing that reads as instructions."""
+    match = _CITATION.match(text)
+    if not match or len(text) > 300:
+        return False
+    path = text.rsplit("#", 1)[0]
+    return not (path.startswith("/") or _UNSAFE_PATH.search(path)) and is_safe_name(text)
 
 
 def _key(text: str) -> str:
@@ -349,7 +383,7 @@ def _parse_tools(episode: Episode, lines: list[str]) -> None:
         match = re.match(r"^- ([\w.:-]+): (\d+)(?: \((.*)\))?$", line)
         if not match:
             continue
-        tool = match.group(1)
+        tool = normal_tool(match.group(1))
         for part in (match.group(3) or "").split(","):
             bits = part.split()
             if len(bits) == 2 and bits[0] in (SERVER, TRANSCRIPT) and bits[1].isdigit():
@@ -372,11 +406,12 @@ def _parse_errors(episode: Episode, lines: list[str]) -> None:
             continue
         match = re.match(r"^- ([\w.:-]+): (.*)$", line)
         if match and safe_text(match.group(2)):
-            episode.errors.append(EpisodeError(match.group(1), safe_text(match.group(2))))
+            episode.errors.append(EpisodeError(normal_tool(match.group(1)), safe_text(match.group(2))))
 
 
 def _clean_key(key: str) -> str:
-    return re.sub(r"[^\w.:-]", "", key)[:100]
+    clean = re.sub(r"[^\w.:-]", "", key)[:100]
+    return clean if is_safe_name(clean) else ""  # unknown, rather than one key that many sessions share
 
 
 # ----- results of memory tools: what they recalled, stored and decided ---------------------------

@@ -33,6 +33,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
+from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.ledger import Ledger
 from mcp_memory.core.utility import DecayReport, UtilityStore
 from mcp_memory.core.workspace import decode_memory_bytes
@@ -43,6 +44,7 @@ from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.lifecycle.consolidation import Retirement, collect_items, plan_retirements
 from mcp_memory.lifecycle.consolidation_judge import ChatJudge
+from mcp_memory.safety import looks_like_injection, normalise_for_filters, redact_secrets
 from mcp_memory.writes.edits import Editor
 
 log = logging.getLogger(__name__)
@@ -114,7 +116,7 @@ class SleepCycle:
         """One sleep cycle, or a report that another process is running one."""
         now = now or dt.datetime.now(dt.UTC)
         report = SleepReport(ran=False, dry_run=dry_run, started=now.isoformat(timespec="seconds"))
-        self.settings.index_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folder(self.settings.index_dir)
         lock = FileLock(str(self.settings.index_dir / "sleep.lock"), timeout=0)
         try:
             lock.acquire()
@@ -239,7 +241,7 @@ class SleepCycle:
     def _log(self, report: SleepReport) -> None:
         entries = [f"## {report.started}"]
         entries += [f"- marked {r.item.citation} {r.kind} {'by' if r.kind == 'superseded' else 'of'} "
-                    f"{r.by.citation}: {r.item.text.strip()}" for r in report.retired]
+                    f"{r.by.citation}: {_short(r.item.text, 1000)}" for r in report.retired]
         entries += [f"- moved chain {m.chain.id} to {ARCHIVE_FILE}: {m.reason}" for m in report.chains_moved]
         if report.utility is not None:
             entries.append(f"- utility: {report.utility.changed} decayed, {report.utility.dropped} back to neutral")
@@ -250,7 +252,12 @@ class SleepCycle:
 
 
 def _short(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    """A memory's text as the note and the log quote it: one line, secrets redacted, not quoted at all
+    when it reads as instructions. The note is shown to the model at the next session's start, and
+    files change outside the product's filtered writes (by hand, by git, by an older version)."""
+    flat = redact_secrets(" ".join(text.split()))
+    if looks_like_injection(normalise_for_filters(flat)):
+        return "(not quoted: it reads as instructions)"
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
