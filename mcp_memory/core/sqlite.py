@@ -16,7 +16,7 @@ def open_shared(path: Path, timeout: float = OPEN_TIMEOUT) -> sqlite3.Connection
     "database is locked" at once instead of waiting when two processes try it together, so the
     switch is retried until ``timeout``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the index folder: see core/folders.py
     conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
     deadline = time.monotonic() + timeout
     delay = 0.01

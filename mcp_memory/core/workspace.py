@@ -97,7 +97,9 @@ class Workspace:
         return path if path.is_absolute() else self.root / path
 
     def ensure_exists(self) -> None:
-        """Create the workspace folder (and ``memory/``) if missing."""
+        """Create the workspace folder (and ``memory/``) if missing. A workspace made here is its owner's
+        alone (0700): it holds personal notes, whatever the umask; one that exists keeps its mode."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         (self.root / "memory").mkdir(parents=True, exist_ok=True)
         self._seen = True
 

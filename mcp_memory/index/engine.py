@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from mcp_memory.config import Settings
+from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_lookup import MemoryLookup
 from mcp_memory.core.privacy import PrivacyRules
@@ -85,7 +86,7 @@ class Engine:
                 return self
             self.workspace.ensure_exists()
             index_dir = self.settings.index_dir
-            index_dir.mkdir(parents=True, exist_ok=True)
+            make_private_folder(index_dir)
             self.embedder = self._load_embedder()
             dims = self.embedder.dimensions if self.embedder else 0
             if warm and self._model_loading is None:

@@ -40,6 +40,7 @@ from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
 from mcp_memory.core.chunking import Chunk, chunk_markdown
+from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.session_source import count_messages, render_transcript
 from mcp_memory.core.workspace import (
     MAX_FILE_BYTES,
@@ -111,7 +112,7 @@ class Indexer:
         self.state = state
         self.cache = cache
         index_dir = settings.index_dir
-        index_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folder(index_dir)
         self._write_lock = FileLock(str(index_dir / "write.lock"), timeout=WRITE_LOCK_TIMEOUT)
         self._embed_lock = FileLock(str(index_dir / "embed.lock"), timeout=0)
         self.fingerprint = fingerprint(settings, embedder)

@@ -112,6 +112,14 @@ def collect_tokens(options: ServeOptions, environ: Mapping[str, str]) -> ServeTo
         )
     except TokenError as exc:
         raise ServeError(str(exc)) from None
+    flags = [name for name, given in (("--token", options.token), ("--read-only-token", options.read_only_tokens),
+                                      ("--shared-token", options.shared_tokens),
+                                      ("--scoped-token", options.scoped_tokens)) if given]
+    if flags:
+        # A process's arguments are readable by every local user (ps, /proc/<pid>/cmdline).
+        log.warning("%s given on the command line: every user of this machine can read it in the process "
+                    "list; set it in the environment instead ($MCP_MEMORY_TOKEN, $MCP_MEMORY_READ_ONLY_TOKEN, "
+                    "$MCP_MEMORY_SHARED_TOKEN, $MCP_MEMORY_SCOPED_TOKEN)", " and ".join(flags))
     if set(tokens.scoped) & {*tokens.full, *tokens.read_only, *tokens.shared}:
         raise ServeError("a scoped token is also given as another kind of token: give each token one kind")
     return tokens

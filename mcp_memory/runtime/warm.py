@@ -32,6 +32,7 @@ from typing import Any
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
+from mcp_memory.core.folders import make_private_folder
 from mcp_memory.runtime.bridge import BRIDGE_DIRNAME, BridgeInfo, bridge_infos, owner_state
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def start_warm(settings: Settings, options: list[str]) -> subprocess.Popen[bytes
     Its log goes to ``<index_dir>/warm.log``; stdin and stdout are the null device. Returns the
     child, so that a caller waiting for it can tell when it died without ever listening.
     """
-    settings.index_dir.mkdir(parents=True, exist_ok=True)
+    make_private_folder(settings.index_dir)
     log_path = settings.index_dir / LOG_FILE
     try:
         if log_path.stat().st_size > MAX_LOG_BYTES:

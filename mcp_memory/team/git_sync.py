@@ -39,6 +39,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from mcp_memory.config import Settings
+from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.workspace import Workspace
 from mcp_memory.team.git_cli import Git, GitSyncError
 from mcp_memory.team.git_conflicts import GitConflict, settle_conflicts
@@ -108,7 +109,7 @@ def sync_workspace(settings: Settings, *, files_lock: AbstractContextManager[Any
     started = time.monotonic()
     git = Git(settings.workspace, settings.sync.timeout_seconds)
     repo = _open_repository(git, settings)
-    settings.index_dir.mkdir(parents=True, exist_ok=True)
+    make_private_folder(settings.index_dir)
     sync_lock = FileLock(str(settings.index_dir / SYNC_LOCK))
     try:
         sync_lock.acquire(timeout=settings.sync.timeout_seconds)
