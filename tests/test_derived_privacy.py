@@ -229,3 +229,56 @@ def test_a_shared_memory_is_never_marked_in_favour_of_a_private_one(settings: Se
     # The private copy of a shared statement may go (its mark cites a shared file); nothing else.
     assert found == {("duplicate", f"{NEW_DAY}#L4", f"{OLD_DAY}#L4")}, found
     assert NEW_DAY not in (settings.workspace / OLD_DAY).read_text(encoding="utf-8")
+
+
+@pytest.mark.anyio
+async def test_an_owner_error_that_names_a_private_file_makes_the_episode_private(seeded: Path,
+                                                                                 settings: Settings) -> None:
+    # "from_line 99 is past the end of MEMORY.md (4 lines)": the error quotes no line, but it says
+    # the file exists and how long it is; a record that names a private file carries its privacy.
+    server, service = make_server(settings)
+    try:
+        async with Client(server) as client:
+            assert (await client.call_tool("memory_get", {"path": "MEMORY.md", "from_line": 99})).is_error
+            assert not (await client.call_tool("memory_search", {"query": "billing service",
+                                                                 "path_prefix": "memory/2026-11-20"})).is_error
+    finally:
+        close_server(service)
+    (path, text), = _episodes(seeded).items()
+    assert path.startswith("memory/episodes/private/"), path
+    assert "MEMORY.md" in text  # the owner keeps the whole record
+    shared = await _everything_a_shared_caller_reads(settings, [path])
+    assert not any(word in shared for word in ("past the end", "MEMORY.md (", "from_line 99")), shared
+
+
+def test_an_episode_quoting_a_transcripts_error_or_fix_is_private(seeded: Path, settings: Settings) -> None:
+    # Transcripts are their owner's alone: a tool's output or the assistant's explanation quoted from
+    # one makes the episode private; tool counts and shared citations alone do not.
+    from mcp_memory.experience.episodes import episode_from_records
+
+    def records(session: str, error: bool) -> list[dict[str, Any]]:
+        t = [dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC) + dt.timedelta(seconds=10 * i) for i in range(4)]
+        stamp = [x.isoformat().replace("+00:00", "Z") for x in t]
+        out: list[dict[str, Any]] = [
+            {"type": "assistant", "sessionId": session, "timestamp": stamp[0],
+             "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Bash",
+                                                           "input": {"command": "cat report.txt"}}]}},
+            {"type": "user", "sessionId": session, "timestamp": stamp[1],
+             "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "is_error": error,
+                                                      "content": "cat: /home/ana/health/fernhill-biopsy.txt: "
+                                                                 "No such file or directory"}]}}]
+        if error:
+            out.append({"type": "assistant", "sessionId": session, "timestamp": stamp[2],
+                        "message": {"role": "assistant", "content": [
+                            {"type": "text", "text": "The problem was that the Fernhill biopsy file moved."}]}})
+        return out
+
+    memory = indexed_memory(settings)
+    quoting = memory.episodes.record(episode_from_records(records("t1", True), "t1", "claude-code"))
+    assert quoting.path.startswith("memory/episodes/private/"), quoting.path
+    plain = memory.episodes.record(episode_from_records(records("t2", False), "t2", "claude-code"))
+    assert not plain.path.startswith("memory/episodes/private/"), plain.path
+    memory.close()
+    for path, text in _episodes(seeded).items():
+        if "fernhill" in text.lower():
+            assert path.startswith("memory/episodes/private/"), (path, text)

@@ -73,6 +73,8 @@ _CITATION = re.compile(r"^(\S(?:.*\S)?\.md#L\d+(?:-L\d+)?)$")
 _MEMORY_ID = re.compile(r"[a-z]{1,8}-[0-9a-f]{6,64}")
 # A path segment of a citation: no markup, quotes, backslashes or control characters.
 _UNSAFE_PATH = re.compile(r"[<>\"`|\\\x00-\x1f\x7f]|(?:^|/)\.\.(?:/|$)")
+# A word that reads as a file path in an error or a decision ("memory/health/2026-11-02.md").
+_PATH_WORD = re.compile(r"[\w./~-]*[\w-]\.(?:md|markdown|jsonl|txt)\b", re.IGNORECASE)
 _RECALL_ITEM = re.compile(r'<memory source="([^"]+)"(?: id="([^"]*)")?')
 _FIX_WORDS = re.compile(r"\b(fix(?:ed|es)?|the (?:problem|issue|error|cause) (?:was|is)|resolved|solved|works now|"
                         r"now works|was caused by|because)\b", re.IGNORECASE)
@@ -133,6 +135,9 @@ class EpisodeError:
     tool: str
     message: str
     fix: str = ""  # how it was fixed, when that showed ("" if it did not)
+    # The message or the fix quotes a conversation transcript (a tool's output, the assistant's words):
+    # transcripts are their owner's alone, so an episode holding such a quote is private. Not written.
+    quoted: bool = False
 
 
 @dataclass
@@ -191,13 +196,15 @@ class Episode:
         if clean and _key(clean) not in {_key(d) for d in self.decisions} and len(self.decisions) < MAX_ITEMS:
             self.decisions.append(clean)
 
-    def add_error(self, tool: str, message: str) -> None:
+    def add_error(self, tool: str, message: str, quoted: bool = False) -> None:
+        """Note a failed call; ``quoted``: the message is a transcript's text (see ``EpisodeError``)."""
         text = safe_text(message.strip().split("\n")[0] if message.strip() else "error") or "error (withheld)"
         if len(self.errors) < MAX_ITEMS:
-            self.errors.append(EpisodeError(normal_tool(tool), text))
+            self.errors.append(EpisodeError(normal_tool(tool), text, quoted=quoted))
 
-    def mark_fixed(self, tool: str | None, how: str) -> None:
-        """Note how the open errors of ``tool`` (every open error when None) were fixed."""
+    def mark_fixed(self, tool: str | None, how: str, quoted: bool = False) -> None:
+        """Note how the open errors of ``tool`` (every open error when None) were fixed; ``quoted``: ``how``
+        is a transcript's text."""
         name = None if tool is None else normal_tool(tool)
         open_errors = [e for e in self.errors if not e.fix and (name is None or e.tool == name)]
         if not open_errors:
@@ -206,6 +213,7 @@ class Episode:
         if fix:
             for error in open_errors:
                 error.fix = fix
+                error.quoted = error.quoted or quoted
 
     def see(self, when: dt.datetime) -> None:
         self.start, self.end = min(self.start, when), max(self.end, when)
@@ -233,9 +241,11 @@ class Episode:
         for error in errors:
             same = known.get((error.tool, _key(error.message)))
             if same is None and len(self.errors) < MAX_ITEMS:
-                self.errors.append(EpisodeError(error.tool, error.message, error.fix))
-            elif same is not None and error.fix and not same.fix:
-                same.fix = error.fix
+                self.errors.append(EpisodeError(error.tool, error.message, error.fix, error.quoted))
+            elif same is not None:
+                if error.fix and not same.fix:
+                    same.fix = error.fix
+                same.quoted = same.quoted or error.quoted
 
     def summary(self) -> dict[str, Any]:
         """The fields ``memory_episodes`` lists."""
@@ -527,7 +537,7 @@ class _TranscriptReader:
         elif btype == "text" and kind == "assistant" and self.error_open and isinstance(block.get("text"), str):
             explanation = _fix_sentence(block["text"])
             if explanation:
-                self.episode.mark_fixed(None, explanation)
+                self.episode.mark_fixed(None, explanation, quoted=True)
                 self.error_open = False
 
     def _result(self, block: dict[str, Any]) -> None:
@@ -535,7 +545,7 @@ class _TranscriptReader:
         tool = self.tool_of.get(use_id, "unknown")
         text = content_text(block.get("content"))
         if block.get("is_error"):
-            self.episode.add_error(tool, text)
+            self.episode.add_error(tool, text, quoted=True)
             self.error_open = True
             return
         self.episode.mark_fixed(tool, f"a later {normal_tool(tool)} call succeeded")
@@ -654,12 +664,21 @@ class EpisodeLog:
             log.warning("could not remove %s after moving its episode: %s", rel, exc)
 
     def _from_private(self, episode: Episode, private: PrivateText) -> bool:
-        """Whether the episode cites a private file, or holds a decision or error that quotes one."""
+        """Whether the episode cites a private file, holds a decision or error that quotes or names one,
+        or quotes a conversation transcript (owner-only, ``core/privacy.py``)."""
         sources = {self._resolved(ref.citation.rsplit("#", 1)[0]) for ref in [*episode.recalled, *episode.stored]}
-        if self.engine.privacy.derives_from_private(sources):
+        if self.engine.privacy.derives_from_private(sources) or any(e.quoted for e in episode.errors):
             return True
         said = [*episode.decisions, *(e.message for e in episode.errors), *(e.fix for e in episode.errors)]
-        return any(private.quoted_in(text) for text in said)
+        return any(private.quoted_in(text) or self._names_private(text, private) for text in said)
+
+    def _names_private(self, text: str, private: PrivateText) -> bool:
+        """Whether ``text`` names a private file (an error's "past the end of MEMORY.md (4 lines)"): a
+        private file's path or file name, or a path-like word the privacy patterns cover."""
+        if private.named_in(text):
+            return True
+        names = {self._resolved(word) for word in _PATH_WORD.findall(text)}
+        return self.engine.privacy.derives_from_private(names)
 
     def _resolved(self, path: str) -> str:
         try:
@@ -668,18 +687,20 @@ class EpisodeLog:
             return path  # a file gone since: judged by the name it was cited under
 
     def _private_texts(self) -> PrivateText:
-        """The private markdown files' text, to compare with (transcripts are the episodes' own source)."""
-        texts = []
+        """The private markdown files' text and names, to compare with (transcripts are the episodes' own
+        source: their quotes are marked where they are read)."""
+        texts, names = [], []
         for info in self.engine.workspace.list_files():
             if not info.rel_path.endswith(".md") or not self.engine.privacy.is_private(info.rel_path):
                 continue
             if info.rel_path.startswith(EPISODES_DIR + "/"):
                 continue
+            names.append(info.rel_path)
             try:
                 texts.append(self.engine.workspace.read_memory(info))
             except (OSError, ValueError):
                 continue
-        return PrivateText(texts)
+        return PrivateText(texts, names)
 
     def find(self, query: str | None = None, after: str | None = None, before: str | None = None,
              max_results: int = 20, include_private: bool = True) -> list[Episode]:
@@ -723,12 +744,19 @@ class EpisodeLog:
 
 
 class PrivateText:
-    """The text of private files, compared word for word (case, punctuation and markers aside)."""
+    """The text of private files, compared word for word (case, punctuation and markers aside), and
+    their names (workspace-relative paths and file names, compared case-folded)."""
 
-    def __init__(self, texts: list[str]):
+    def __init__(self, texts: list[str], names: Iterable[str] = ()):
         self.whole = [_key(text) for text in texts]
         self.lines = {_key(memory_body(line)) for text in texts for line in text.split("\n")}
         self.lines = {line for line in self.lines if len(line) >= MIN_QUOTED}
+        self.names = {form.casefold() for name in names for form in (name, name.rsplit("/", 1)[-1])}
+
+    def named_in(self, text: str) -> bool:
+        """Whether ``text`` holds a private file's path or file name."""
+        folded = text.casefold()
+        return any(name in folded for name in self.names)
 
     def quoted_in(self, text: str) -> bool:
         """Whether ``text`` is part of a private file, or holds one of its lines."""
