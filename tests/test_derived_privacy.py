@@ -282,3 +282,32 @@ def test_an_episode_quoting_a_transcripts_error_or_fix_is_private(seeded: Path, 
     for path, text in _episodes(seeded).items():
         if "fernhill" in text.lower():
             assert path.startswith("memory/episodes/private/"), (path, text)
+
+
+@pytest.mark.anyio
+async def test_chains_archived_from_a_private_experience_file_stay_private(workspace: Path) -> None:
+    from mcp_memory.config import load_settings
+
+    write(workspace, "memory/2026-11-01.md", f"# 2026-11-01\n\n- {PUBLIC}\n")
+    (workspace / "mcp-memory.toml").write_text(
+        '[privacy]\nprivate_paths = ["MEMORY.md", "memory/experience.md"]\n', encoding="utf-8")
+    settings = load_settings(workspace, environ={})
+    memory = indexed_memory(settings)
+    memory.experience.add("The Fernhill clinic sent the biopsy result", "booked a follow-up with Dr. Okafor",
+                          "appointment confirmed", "success", ["health"], include_private=True,
+                          today=dt.date(2025, 1, 2))
+    report = memory.sleep.run()
+    assert report.chains_moved, "the stale chain was not archived"
+    memory.close()
+    archived = [p for p in workspace.rglob("*archive*.md") if "Fernhill" in p.read_text(encoding="utf-8")]
+    assert [p.relative_to(workspace).as_posix() for p in archived] == ["memory/episodes/private/experience-archive.md"]
+    service = MemoryService(settings, memory_factory=indexed_memory, start_delay=0, watch=False)
+    server = create_server(settings, service, shared=True)
+    try:
+        async with Client(server) as client:
+            found = await client.call_tool("memory_search", {"query": "Fernhill clinic biopsy follow-up Okafor"})
+            got = await client.call_tool("memory_get", {"path": "memory/episodes/private/experience-archive.md"})
+            seen = _dumped(found) + _dumped(got)
+    finally:
+        close_server(service)
+    assert "Fernhill" not in seen and "Okafor" not in seen, seen

@@ -12,12 +12,16 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 from mcp_memory.core.opposites import opposed
+from mcp_memory.core.privacy import PRIVATE_RECORDS_DIR, PrivacyRules
 from mcp_memory.core.workspace import Workspace, decode_memory_bytes
 from mcp_memory.errors import PathError
 from mcp_memory.experience.graph import DUPLICATE_THRESHOLD, EXPERIENCE_FILE, Chain, parse_chains, render_chain
 from mcp_memory.index.similarity import Similarity
 
 ARCHIVE_FILE = "memory/experience-archive.md"
+# Where the archive goes when the experience file is private and the archive's usual path is not:
+# it is a record derived from that file, so it goes where such records go (``core/privacy.py``).
+PRIVATE_ARCHIVE_FILE = PRIVATE_RECORDS_DIR + "/experience-archive.md"
 _ARCHIVE_HEADER = "# Experience archive\n\nChains moved out of memory/experience.md by the sleep cycle, as they were.\n"
 
 
@@ -52,10 +56,18 @@ def plan_graph_upkeep(text: str, similarity: Similarity, today: dt.date, stale_d
     return list(moves.values())
 
 
-def apply_graph_upkeep(workspace: Workspace, moves: list[ChainMove], today: dt.date) -> int:
+def archive_file(privacy: PrivacyRules) -> str:
+    """The archive's path: ``ARCHIVE_FILE``, unless the experience file is private and that path is not."""
+    if privacy.is_private(EXPERIENCE_FILE) and not privacy.is_private(ARCHIVE_FILE):
+        return PRIVATE_ARCHIVE_FILE
+    return ARCHIVE_FILE
+
+
+def apply_graph_upkeep(workspace: Workspace, moves: list[ChainMove], today: dt.date,
+                       archive_path: str = ARCHIVE_FILE) -> int:
     """Rewrite the experience file without the moved chains (merging each into its keeper) and
-    append them to the archive; returns how many moved. Under the files lock, atomically per file;
-    a file changed since it was read is left alone (0)."""
+    append them to the archive at ``archive_path`` (``archive_file``); returns how many moved. Under
+    the files lock, atomically per file; a file changed since it was read is left alone (0)."""
     if not moves:
         return 0
     with workspace.locked():
@@ -84,10 +96,10 @@ def apply_graph_upkeep(workspace: Workspace, moves: list[ChainMove], today: dt.d
         out: list[bytes] = []
         for number, line in enumerate(lines, 1):
             out.extend(replaced.get(number, [line]))
-        archive = workspace.root / ARCHIVE_FILE
+        archive = workspace.root / archive_path
         old_archive = archive.read_bytes() if archive.exists() else None
         try:
-            workspace.replace_bytes(ARCHIVE_FILE, old_archive, _archived(old_archive, moving, today))
+            workspace.replace_bytes(archive_path, old_archive, _archived(old_archive, moving, today))
             workspace.replace_bytes(EXPERIENCE_FILE, data, b"\n".join(out))
         except PathError:
             return 0

@@ -39,7 +39,7 @@ from mcp_memory.core.utility import DecayReport, UtilityStore
 from mcp_memory.core.workspace import decode_memory_bytes
 from mcp_memory.errors import PathError
 from mcp_memory.experience.graph import EXPERIENCE_FILE
-from mcp_memory.experience.graph_upkeep import ARCHIVE_FILE, ChainMove, apply_graph_upkeep, plan_graph_upkeep
+from mcp_memory.experience.graph_upkeep import ChainMove, apply_graph_upkeep, archive_file, plan_graph_upkeep
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.lifecycle.consolidation import Retirement, collect_items, plan_retirements
@@ -147,9 +147,10 @@ class SleepCycle:
             return
         report.retired = self._retire(report.retired)
         if report.chains_moved:
-            moved = apply_graph_upkeep(self.engine.workspace, report.chains_moved, today)
+            archive = archive_file(self.engine.privacy)
+            moved = apply_graph_upkeep(self.engine.workspace, report.chains_moved, today, archive)
             report.chains_moved = report.chains_moved if moved else []
-            self.editor.sync_edited(EXPERIENCE_FILE, ARCHIVE_FILE)
+            self.editor.sync_edited(EXPERIENCE_FILE, archive)
         report.utility = self.utility.decay(now)
         report.ledger_rows = self._ledger().prune(self.settings.sleep.log_days)
         report.log_lines = _truncate_log(self.settings.index_dir / "hooks.log", now, self.settings.sleep.log_days)
@@ -242,7 +243,8 @@ class SleepCycle:
         entries = [f"## {report.started}"]
         entries += [f"- marked {r.item.citation} {r.kind} {'by' if r.kind == 'superseded' else 'of'} "
                     f"{r.by.citation}: {_short(r.item.text, 1000)}" for r in report.retired]
-        entries += [f"- moved chain {m.chain.id} to {ARCHIVE_FILE}: {m.reason}" for m in report.chains_moved]
+        entries += [f"- moved chain {m.chain.id} to {archive_file(self.engine.privacy)}: {m.reason}"
+                    for m in report.chains_moved]
         if report.utility is not None:
             entries.append(f"- utility: {report.utility.changed} decayed, {report.utility.dropped} back to neutral")
         entries.append(f"- dropped {report.ledger_rows} ledger rows and {report.log_lines} hooks.log lines; "
