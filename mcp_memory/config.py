@@ -232,6 +232,10 @@ class PrivacySettings:
     # Files (glob patterns, workspace-relative) that shared clients and shared tokens never see
     # through search, get, recall or resources.
     private_paths: list[str] = field(default_factory=lambda: ["MEMORY.md", "memory.md"])
+    # The client hooks of this workspace serve others (a group chat's agent, a team bot): their
+    # recall, capture, session end and rescue leave the private files out, whichever process answers
+    # them (a --shared server, the warm process, or the hook itself).
+    shared_hooks: bool = False
 
 
 @dataclass
