@@ -33,6 +33,7 @@ from mcp_memory.errors import MemoryInputError, PathError, SearchError
 from mcp_memory.experience.graph import EXPERIENCE_FILE, OUTCOMES
 
 if TYPE_CHECKING:
+    from mcp_memory.lifecycle.health import SharedStatus, StatusReport
     from mcp_memory.memory import Memory
     from mcp_memory.writes.recall_log import RecallEvent
     from mcp_memory.writes.write_log import WriteEvent
@@ -102,7 +103,7 @@ def file_url(path: str, start: int | None = None, end: int | None = None, source
 # ----- overview -------------------------------------------------------------------------------
 def overview(view: View) -> Page:
     memory = view.memory
-    status = memory.status(view.private)  # its file count is the caller's: shared callers' leaves out private files
+    status = status_view(view)
     summary = memory.experience.summary(view.private)
     return Page("overview.html", "Overview", {
         "status": status,
@@ -330,13 +331,16 @@ def _utility_lists(view: View) -> tuple[list[dict[str, Any]], list[dict[str, Any
 
 
 # ----- status ---------------------------------------------------------------------------------
+def status_view(view: View) -> StatusReport | SharedStatus:
+    """The status this caller may be shown: the full report for the owner, else the reduced view
+    (``SharedStatus``) that the MCP tool and resource give a shared client too, never the raw report."""
+    return view.memory.status(view.private).view()
+
+
 def status(view: View) -> Page:
-    memory = view.memory
-    report = memory.status(view.private)
-    context: dict[str, Any] = {"status": report, "reduced": report.to_dict() if not view.private else None,
-                               "doctor": None, "pending": None}
+    context: dict[str, Any] = {"status": status_view(view), "doctor": None, "pending": None}
     if view.private:
-        context["doctor"] = memory.doctor()
+        context["doctor"] = view.memory.doctor()
     return Page("status.html", "Status", context)
 
 

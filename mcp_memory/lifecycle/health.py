@@ -1,7 +1,11 @@
 """What the index holds and how healthy it is (``status``), and fixing what ``doctor`` finds.
 
-A caller that may not see private files gets a reduced status: the files it can see, the
-embedder and health, but no folder paths and no counts that include private files.
+A caller that may not see private files gets a reduced status (``SharedStatus``), the one view
+every face shows it (MCP tool and resource, dashboard pages): the files it can see, the embedder,
+the share of *its* chunks embedded, and degraded reasons in fixed words. Every number in it is
+counted over the rows that caller may search, so nothing in it moves with the size, the number
+or the embedding state of private files; what cannot be counted that way (the time of the last
+sync, which any private edit moves; error texts raised while embedding private chunks) is left out.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from mcp_memory.core.reading import Reader
 from mcp_memory.index.doctor import DoctorReport, diagnose
 from mcp_memory.index.engine import Engine
@@ -17,12 +23,32 @@ from mcp_memory.index.line_vectors import LineVectors
 from mcp_memory.index.sync import Progress
 from mcp_memory.lifecycle.rules import pinned_rules
 
+KEYWORD_ONLY = "keyword-only mode (embedding.provider = 'none')"
+SHARED_VECTORS_DOWN = "shared vectors unavailable: embedding on this machine"
+
 
 @dataclass(frozen=True)
 class EmbedderInfo:
     provider: str
     model: str
     dimensions: int
+
+
+@dataclass(frozen=True)
+class SharedStatus:
+    """The status a caller that may not see private files gets, whatever the face.
+
+    ``files`` and ``embedded_share`` are counted over the files and chunks it may see only,
+    ``degraded`` holds reasons in fixed words that carry no detail of a private file.
+    """
+
+    files: int
+    embedder: EmbedderInfo
+    embedded_share: float | None  # None without an embedder
+    degraded: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -39,75 +65,157 @@ class StatusReport:
     last_sync: str | None
     last_rebuild_reason: str | None
     degraded: list[str]
-    include_private: bool = True  # False: the reduced view a shared caller gets
+    include_private: bool = True  # False: every field is of the rows a shared caller may see (see ``shared``)
     # Pinned rules: {"pinning": bool, "pinned": count, "warnings": [...]}; None in the reduced view.
     rules: dict[str, Any] | None = None
     shared_vectors: str | None = None  # the object-store URI of the vector table machines share
     # Line vectors of precision search ({"lines", "embedded"}); None when there are none (index/line_vectors.py).
     line_vectors: dict[str, int] | None = None
 
+    @property
+    def shared(self) -> SharedStatus:
+        """What a caller that may not see private files is shown of this report."""
+        return SharedStatus(
+            files=self.files,
+            embedder=self.embedder,
+            embedded_share=None if self.embedded_share is None else round(self.embedded_share, 2),
+            degraded=list(self.degraded),
+        )
+
+    def view(self) -> StatusReport | SharedStatus:
+        """The report itself for the owner, its reduced ``shared`` view for anyone else."""
+        return self if self.include_private else self.shared
+
     def to_dict(self) -> dict[str, Any]:
+        """The owner's full report, or the reduced view (``shared``) of a report made for a shared caller."""
+        if not self.include_private:
+            return self.shared.to_dict()
         data = asdict(self)
         del data["include_private"]
-        if self.include_private:
-            return data
-        return {
-            "files": self.files,
-            "embedder": data["embedder"],
-            "embedded_share": None if self.embedded_share is None else round(self.embedded_share, 2),
-            "last_sync": self.last_sync,
-            "degraded": [_reduced(reason, self.workspace, self.shared_vectors) for reason in self.degraded
-                         if "chunks not embedded" not in reason],
-        }
+        return data
 
 
 def status_report(engine: Engine, reader: Reader, include_private: bool = True,
                   line_vectors: LineVectors | None = None) -> StatusReport:
-    """``line_vectors``: their coverage is counted for a caller that may see private files."""
+    """The owner's report, or with ``include_private=False`` one counted only over the rows a shared
+    caller may see (``line_vectors``: their coverage is counted for the owner only)."""
     engine.open()
     engine.recovering(engine.refresh_handles)
+    if not include_private:
+        return _shared_report(engine, reader)
     chunks = engine.vectors.count()
     missing = engine.vectors.count_missing_vectors()
     embedder = engine.embedder
-    embedded_share = (chunks - missing) / chunks if chunks and embedder else (0.0 if embedder else None)
-    degraded = list(engine.degraded) + (engine.workspace.link_warnings() if include_private else [])
-    shared_problem = engine.shared.problem(probe=True) if engine.shared is not None else None
+    degraded = list(engine.degraded) + engine.workspace.link_warnings()
+    shared_problem = _shared_vectors_problem(engine)
     if shared_problem:
         degraded.append(shared_problem)
     if embedder is None and engine.settings.embedding.provider == "none":
-        degraded.append("keyword-only mode (embedding.provider = 'none')")
+        degraded.append(KEYWORD_ONLY)
     elif missing:
         degraded.append(f"{missing} of {chunks} chunks not embedded yet: vector search covers the rest")
     fingerprint = engine.state.get("fingerprint")
     settings = engine.settings
-    files = engine.workspace.list_files() if include_private else reader.list_files(include_private=False)
     return StatusReport(
         workspace=str(settings.workspace),
         index_path=str(settings.index_dir),
-        files=len(files),
+        files=len(engine.workspace.list_files()),
         indexed_files=len(engine.state.files()),
         chunks=chunks,
         keyword_docs=engine.keywords.count(),
-        embedder=EmbedderInfo(embedder.provider, embedder.model, embedder.dimensions) if embedder
-        else EmbedderInfo("none", "", 0),
-        embedded_share=None if embedded_share is None else round(embedded_share, 4),
+        embedder=_embedder_info(engine),
+        embedded_share=_share(chunks, missing, engine),
         fingerprint=json.loads(fingerprint) if fingerprint else None,
         last_sync=engine.state.get("last_sync") or None,
         last_rebuild_reason=engine.state.get("rebuild_reason") or None,
         degraded=degraded,
-        include_private=include_private,
-        rules=_rules_summary(engine) if include_private else None,
+        include_private=True,
+        rules=_rules_summary(engine),
         shared_vectors=settings.shared_vectors_uri.rstrip("/") or None,
         line_vectors=(line_vectors.coverage(engine.chunk_texts, engine.state.generation)
-                      if line_vectors is not None and include_private else None),
+                      if line_vectors is not None else None),
     )
 
 
-def _reduced(reason: str, workspace: str, shared_uri: str | None) -> str:
-    """A degraded reason as a shared caller sees it: no local folder, no bucket or endpoint."""
-    if shared_uri and reason.startswith(f"shared vectors at {shared_uri} "):
-        return "shared vectors unavailable: embedding on this machine"
-    return reason.replace(workspace, "<workspace>")
+def _shared_report(engine: Engine, reader: Reader) -> StatusReport:
+    """The report of a caller that may not see private files: every count over the rows it may search.
+
+    Chunks and their vectors are counted in the search snapshot under the same privacy mask a
+    shared search uses, so neither the number nor the embedding state of private chunks shows.
+    Fields only the owner is shown (folders, fingerprint, last sync, rules) are left empty.
+    """
+    chunks, missing = _visible_chunks(engine)
+    privacy = engine.privacy
+    return StatusReport(
+        workspace="",
+        index_path="",
+        files=len(reader.list_files(include_private=False)),
+        indexed_files=sum(1 for path in engine.state.files() if not privacy.is_private(path)),
+        chunks=chunks,
+        keyword_docs=chunks,  # one keyword document per chunk; the index's own count includes private ones
+        embedder=_embedder_info(engine),
+        embedded_share=_share(chunks, missing, engine),
+        fingerprint=None,
+        last_sync=None,
+        last_rebuild_reason=None,
+        degraded=_shared_degraded(engine),
+        include_private=False,
+    )
+
+
+def _visible_chunks(engine: Engine) -> tuple[int, int]:
+    """(chunks, chunks without a vector) among the rows a shared search may return."""
+    engine.refresh_snapshot()
+    snap = engine.searcher.snapshot
+    has_vector = np.asarray(snap.has_vector, bool)
+    if engine.privacy.patterns:
+        visible = ~snap.hidden_mask(engine.privacy)
+        return int(visible.sum()), int((visible & ~has_vector).sum())
+    return len(has_vector), int((~has_vector).sum())
+
+
+def _share(chunks: int, missing: int, engine: Engine) -> float | None:
+    """The share of ``chunks`` with a vector, to 4 places; None without an embedder."""
+    if engine.embedder is None:
+        return None
+    return round((chunks - missing) / chunks, 4) if chunks else 0.0
+
+
+def _embedder_info(engine: Engine) -> EmbedderInfo:
+    embedder = engine.embedder
+    return EmbedderInfo(embedder.provider, embedder.model, embedder.dimensions) if embedder \
+        else EmbedderInfo("none", "", 0)
+
+
+def _shared_vectors_problem(engine: Engine) -> str | None:
+    return engine.shared.problem(probe=True) if engine.shared is not None else None
+
+
+def _shared_degraded(engine: Engine) -> list[str]:
+    """The degraded reasons a shared caller is told, in fixed words.
+
+    The engine's reasons quote exceptions, and a backfill's embedding error may have been raised
+    by a private chunk (its length, its text echoed by an endpoint): each known reason is given
+    without its detail, a backfill's failure not at all (its effect on the caller's own chunks
+    shows in ``embedded_share``), and an unknown one is left out.
+    """
+    reasons = [reason for reason in map(_shared_reason, engine.degraded) if reason]
+    if _shared_vectors_problem(engine):
+        reasons.append(SHARED_VECTORS_DOWN)
+    if engine.embedder is None and engine.settings.embedding.provider == "none":
+        reasons.append(KEYWORD_ONLY)
+    return list(dict.fromkeys(reasons))
+
+
+def _shared_reason(reason: str) -> str | None:
+    """One engine reason as a shared caller reads it (None: not told)."""
+    if reason.startswith("query embedding failed"):
+        return "query embedding failed: answered from keywords"
+    if reason.startswith("index rebuilt after a read error"):
+        return "index rebuilt after a read error"
+    if reason.startswith("embedder ") and reason.endswith("keyword search only"):
+        return "embedder unavailable: keyword search only"
+    return None
 
 
 def _rules_summary(engine: Engine) -> dict[str, Any]:
