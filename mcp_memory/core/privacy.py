@@ -7,7 +7,10 @@ memory file (``Workspace.resolve`` or ``Workspace.list_files``), never on the st
 caller typed: ``./MEMORY.md``, ``MEMORY.md `` and ``.\\MEMORY.md`` all name the same file.
 
 Patterns (``privacy.private_paths``) follow ``.gitignore`` habits, matched without regard
-to letter case (macOS and Windows file systems ignore it too):
+to letter case (macOS and Windows file systems ignore it too) or to the Unicode spelling of a
+name: pattern and path are both compared as NFKC, case-folded text (``fold_name``), so an
+accented folder typed precomposed matches the decomposed name macOS stores, and a fullwidth
+``ＭＥＭＯＲＹ.md`` or a ligature ``ﬁ`` matches its plain letters:
 
 * a pattern without ``/`` matches a file name at any depth: ``MEMORY.md`` makes both the
   curated file and ``memory/projects/MEMORY.md`` private, as a person naming a file
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,18 +78,41 @@ def not_shared(path: object) -> str:
     return f"{shown!r} is not a memory file shared with this client"
 
 
+def fold_name(text: str) -> str:
+    """``text`` as names are compared: Unicode NFKC, then case folded, then NFKC again.
+
+    Two names a person reads as the same must compare equal, however they were typed or
+    stored: NFC and NFD accents, fullwidth letters, ligatures, letter case. Case folding can
+    leave text that is no longer normalised (``ΐ`` folds to a decomposed sequence), hence the
+    second pass, which makes the result stable.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _fold_path(path: str) -> str:
+    """``path`` with ``/`` separators and every name in it folded (``fold_name``).
+
+    Names are folded one by one, so a ``/`` that folding makes of a fullwidth ``／`` inside a
+    name stays part of that name (as ``\\``) and never moves the folder boundaries, which
+    decide whether a pattern is anchored and which part is the file name.
+    """
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(fold_name(part).replace("/", "\\") for part in parts)
+
+
 def _clean_pattern(pattern: object) -> str:
     text = str(pattern or "").strip().replace("\\", "/")
     while text.startswith("./"):
         text = text[2:]
     if text.endswith("/"):
         text += "*"
-    return text.casefold()
+    return _fold_path(text)
 
 
 @lru_cache(maxsize=4096)
 def _matches(patterns: tuple[str, ...], rel_path: str) -> bool:
-    path = rel_path.replace("\\", "/").casefold()
+    # Folded exactly as the patterns were (``_clean_pattern``), so only the spelling differs, never the rule.
+    path = _fold_path(rel_path)
     name = path.rsplit("/", 1)[-1]
     for pattern in patterns:
         if "/" in pattern:

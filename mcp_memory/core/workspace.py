@@ -7,6 +7,13 @@ The workspace is the source of truth. Memory files are:
 * any other ``memory/**/*.md`` (topic files, evergreen),
 * ``extra_paths``: files or folders (recursive ``*.md``) from the settings.
 
+Every file has one name, decided on where it really is. An extra or sessions path is resolved
+(``..``, linked parent folders) before anything below it is named, so a file inside the
+workspace gets its workspace-relative name (``memory/private/notes.md``) however the path
+was spelled in the settings; privacy, which is decided on that name, cannot be got around by
+spelling a path another way. A file reached twice (by two paths, or through the memory folder
+and an extra path) is listed once, under its first name.
+
 Links are never followed, and nothing outside this set is read: a symbolic link (to a file
 or a folder) is not memory, and neither is a file with more than one hard link (it may be
 the same file as one elsewhere, outside the workspace). Writes check every component of
@@ -40,6 +47,8 @@ __all__ = ["MemoryFile", "PathError", "Workspace", "decode_memory_bytes", "file_
 
 log = logging.getLogger(__name__)
 
+FileId = tuple[int, int]  # (st_dev, st_ino): one file, whatever path reaches it
+
 _DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[-_ ].*)?\.md$", re.IGNORECASE)
 MAX_FILE_BYTES = 64 * 1024 * 1024  # larger files are skipped with a warning
 _BINARY_SHARE = 0.10  # a file whose first 8 KB are more than 10 % control bytes is binary, not damaged text
@@ -52,7 +61,7 @@ _UNSHOWABLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 class MemoryFile:
     """One markdown file that belongs to the memory."""
 
-    rel_path: str  # workspace-relative, POSIX separators; absolute for extra paths outside it
+    rel_path: str  # workspace-relative, POSIX separators; absolute (resolved) for extra paths outside it
     abs_path: Path
     date: dt.date | None  # the day of a daily log; None for evergreen files
     kind: str = "memory"  # "memory" (markdown) or "sessions" (a JSONL transcript, see session_source.py)
@@ -85,6 +94,9 @@ class Workspace:
     def __init__(self, root: Path, extra_paths: list[str] | tuple[str, ...] = (), lock_path: Path | None = None,
                  sessions_paths: list[str] | tuple[str, ...] = ()):
         self.root = Path(root)
+        # Where the root really is: files found below resolved extra paths are named against it.
+        self._real_root = _resolved(self.root) or Path(os.path.abspath(self.root))
+        # As configured (made absolute): each listing resolves them (see _real_location).
         self.extra_paths = [self._resolve_extra(p) for p in extra_paths]
         self.sessions_paths = [self._resolve_extra(p) for p in sessions_paths]
         # Every edit of a memory file by this program happens under this lock, in any process.
@@ -93,6 +105,7 @@ class Workspace:
         self._listings = _FolderListings()
 
     def _resolve_extra(self, raw: str) -> Path:
+        """A configured path made absolute (``~`` expanded, relative to the root); not yet resolved."""
         path = Path(raw).expanduser()
         return path if path.is_absolute() else self.root / path
 
@@ -121,46 +134,54 @@ class Workspace:
 
     # ----- listing -------------------------------------------------------------------------
     def list_files(self) -> list[MemoryFile]:
-        """Every memory file, sorted by relative path, without following symlinks."""
+        """Every memory file, sorted by relative path, without following symlinks.
+
+        Each file is listed once, under its canonical name: the curated file and ``memory/``
+        first, then the extra paths, whose files already listed (by ``(st_dev, st_ino)``) are
+        left out, so no spelling of an extra path adds a second, differently named copy.
+        """
         found: dict[str, MemoryFile] = {}
+        seen: set[FileId] = set()
         for name in ("MEMORY.md", "memory.md"):
             path = self.root / name
-            if _is_regular_file(path):
-                rel = self.rel_path(path)
-                # On case-insensitive file systems both names are the same file: keep one.
-                if not any(os.path.samefile(path, f.abs_path) for f in found.values()):
-                    found[rel] = MemoryFile(rel, path, None)
+            file_id = _regular_file_id(path)
+            # On case-insensitive file systems both names are the same file: keep one.
+            if file_id is not None and file_id not in seen:
+                seen.add(file_id)
+                found[name] = MemoryFile(name, path, None)
         prefix = os.path.join(os.fspath(self.root), "")
-        for path in _walk_markdown(self.root / "memory"):
+        for path, file_id in _walk_entries(self.root / "memory", ".md"):
             text = os.fspath(path)
             # Below the root by construction: its relative path is a slice (relative_to costs more).
             rel = text[len(prefix):].replace(os.sep, "/") if text.startswith(prefix) else self.rel_path(path)
             found[rel] = MemoryFile(rel, path, file_date(rel))
+            seen.add(file_id)
         for extra in self.extra_paths:
-            if extra.is_symlink():
-                log.warning("extra path %s is a symbolic link: skipped", extra)
-                continue
-            candidates = [extra] if extra.is_file() else _walk_markdown(extra)
-            for path in candidates:
-                if path.suffix.lower() != ".md" or not _is_regular_file(path):
-                    continue
-                rel = self.rel_path(path)
-                found.setdefault(rel, MemoryFile(rel, path, None))
+            real = _real_location(extra, "extra path")
+            for path, file_id in _files_under(real, ".md") if real is not None else []:
+                if file_id in seen:
+                    continue  # already listed under its canonical name
+                seen.add(file_id)
+                rel, where = self._located(path)
+                found.setdefault(rel, MemoryFile(rel, where, None))
         for transcript in self.session_files():
             found.setdefault(transcript.rel_path, transcript)
         return [found[k] for k in sorted(found)]
 
     def session_files(self) -> list[MemoryFile]:
-        """The JSONL transcripts of ``[sessions] paths`` (files, or folders searched recursively)."""
+        """The JSONL transcripts of ``[sessions] paths`` (files, or folders searched recursively).
+
+        Named and deduplicated as the extra paths are (``list_files``): on where they really are.
+        """
         out = []
+        seen: set[FileId] = set()
         for configured in self.sessions_paths:
-            if configured.is_symlink():
-                log.warning("sessions path %s is a symbolic link: skipped", configured)
-                continue
-            candidates = [configured] if configured.is_file() else _walk_files(configured, TRANSCRIPT_SUFFIX)
-            for path in candidates:
-                if path.name.lower().endswith(TRANSCRIPT_SUFFIX) and _is_regular_file(path):
-                    out.append(MemoryFile(self.rel_path(path), path, None, "sessions"))
+            real = _real_location(configured, "sessions path")
+            for path, file_id in _files_under(real, TRANSCRIPT_SUFFIX) if real is not None else []:
+                if file_id not in seen:
+                    seen.add(file_id)
+                    rel, where = self._located(path)
+                    out.append(MemoryFile(rel, where, None, "sessions"))
         return out
 
     def read_memory(self, memory_file: MemoryFile) -> str:
@@ -191,11 +212,26 @@ class Workspace:
         return warnings
 
     def rel_path(self, path: Path) -> str:
-        """Workspace-relative POSIX path, or the absolute POSIX path for files outside it."""
+        """The name of the file at ``path``: workspace-relative POSIX inside the workspace, else absolute POSIX.
+
+        Decided on where the file really is, as ``list_files`` names it: ``..`` and linked
+        folders on the way are resolved (a relative ``path`` is taken from the root). The file
+        itself is not followed when it is a link: links are not memory, whatever they point at.
+        """
+        absolute = path if path.is_absolute() else self.root / path
+        return self._located(_real_parent(absolute))[0]
+
+    def _located(self, real: Path) -> tuple[str, Path]:
+        """(name, path to open) of a file at the resolved path ``real``.
+
+        Inside the workspace the name is workspace-relative and the file is opened below the
+        root, as the ``memory/`` walk opens it; outside, both are the resolved absolute path.
+        """
         try:
-            return path.relative_to(self.root).as_posix()
+            rel = real.relative_to(self._real_root).as_posix()
         except ValueError:
-            return path.as_posix()
+            return real.as_posix(), real
+        return rel, self.root / rel
 
     # ----- safe resolution -----------------------------------------------------------------
     def resolve(self, rel_path: str) -> MemoryFile:
@@ -494,11 +530,54 @@ class _FolderListings:
 
 def _is_regular_file(path: Path) -> bool:
     """A regular file with a single link: symbolic and hard links are not followed."""
+    return _regular_file_id(path) is not None
+
+
+def _regular_file_id(path: Path) -> FileId | None:
+    """The identity of ``path`` when it is a regular file with a single link (else None: not memory)."""
     try:
         info = os.lstat(path)
     except OSError:
-        return False
-    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 else None
+
+
+def _resolved(path: Path) -> Path | None:
+    """``path`` resolved (``..`` and every link on the way), or None when it cannot be (a loop of links)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: RuntimeError before Python 3.13
+        return None
+
+
+def _real_parent(path: Path) -> Path:
+    """``path`` with its folders resolved and its last part kept: a link there is named, never followed."""
+    parent = _resolved(path.parent)
+    return path if parent is None else parent / path.name
+
+
+def _real_location(configured: Path, what: str) -> Path | None:
+    """Where a configured extra or sessions path really is, or None when it is not read.
+
+    The path itself must not be a symbolic link (links are not memory, here as anywhere), but
+    the folders leading to it may be spelled any way, ``..`` and linked parents included:
+    they are resolved, so files below get the names they have when reached directly.
+    """
+    if configured.is_symlink():
+        log.warning("%s %s is a symbolic link: skipped", what, configured)
+        return None
+    real = _resolved(configured)
+    if real is None:
+        log.warning("%s %s cannot be resolved (a loop of links?): skipped", what, configured)
+    return real
+
+
+def _files_under(real: Path, suffix: str) -> list[tuple[Path, FileId]]:
+    """The files ending with ``suffix`` at a resolved extra or sessions path: itself, or those below it."""
+    if real.is_dir():
+        return _walk_entries(real, suffix)
+    file_id = _regular_file_id(real) if real.name.lower().endswith(suffix) else None
+    return [] if file_id is None else [(real, file_id)]
 
 
 def _link_kind(path: Path) -> str | None:
@@ -532,16 +611,12 @@ def _linked_below(folder: Path, root: Path) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _walk_markdown(folder: Path) -> list[Path]:
-    """Recursive ``*.md`` under a folder; symlinked files and folders are skipped."""
-    return _walk_files(folder, ".md")
-
-
-def _walk_files(folder: Path, suffix: str) -> list[Path]:
-    """Recursive files ending with ``suffix`` under a folder; symlinked files and folders are skipped."""
+def _walk_entries(folder: Path, suffix: str) -> list[tuple[Path, FileId]]:
+    """Recursive files ending with ``suffix`` under a folder, each with its identity; symlinked files and
+    folders are skipped. The identity comes from the stat the walk makes anyway, so deduplicating costs nothing."""
     if folder.is_symlink() or not folder.is_dir():
         return []
-    out: list[Path] = []
+    out: list[tuple[Path, FileId]] = []
     # scandir, not os.walk: the entries' types come with the listing, so only candidate files cost an lstat.
     pending = [os.fspath(folder)]
     while pending:
@@ -564,5 +639,5 @@ def _walk_files(folder: Path, suffix: str) -> list[Path]:
                 continue
             # A regular file with a single link: symbolic and hard links are not followed.
             if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
-                out.append(Path(entry.path))
+                out.append((Path(entry.path), (info.st_dev, info.st_ino)))
     return out
