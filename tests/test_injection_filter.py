@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import bisect
 import itertools
 import json
@@ -117,6 +118,30 @@ INJECTIONS: dict[str, list[str]] = {
 }
 
 ORDINARY_NOTES = [
+    # Assistant products named in notes about them, not addressed with an order.
+    "Codex: open source CLI by OpenAI",
+    "Claude is good at refactoring large modules",
+    "Cursor: the editor the frontend team uses",
+    "Copilot suggestions are often outdated for our SDK",
+    "Gemini, Claude and GPT-4o were compared in the eval",
+    "ChatGPT: evaluated in March, too slow for the batch jobs",
+    "Assistant: Maria (ext. 4021)",
+    "Copilot: turned off for the docs repo",
+    # Tool-call vocabulary talked about, not serialised as a call.
+    "<parameter> tags are documented in the API guide",
+    'The build JSON has "name": "build", "input": "src" keys',
+    # Words of the multilingual override lexicons in ordinary sentences.
+    "De vorige instructies voor de kassa staan op de wiki",
+    "Önceki talimatlar wiki sayfasında duruyor",
+    "ลืมคำสั่งซื้อก่อนหน้า",  # forgot the previous purchase order
+    "Poprzednie instrukcje montażu są w szufladzie",
+    "Hướng dẫn trước đó nằm trong thư mục docs",
+    # Look-alike folding must not turn real words of other scripts into English.
+    "Пароль от вайфая на холодильнике",
+    "Οι οδηγίες εγκατάστασης είναι στο wiki",
+    # Encoded data that decodes to nothing an attacker wrote.
+    "Base64 of hello world is aGVsbG8gd29ybGQ=",
+    "The sha256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "We decided to ignore flaky tests in the nightly build",
     "Follow the setup instructions in README",
     "The user asked to ignore lint warnings in generated files",
@@ -162,10 +187,11 @@ def test_injections_are_caught(family: str, text: str) -> None:
 def _families_matching(text: str) -> set[str]:
     """Every family with a pattern that matches ``text`` (``injection_family`` names the first)."""
     detector = injection._detector()
-    cased, folded = injection._prepare(text)
-    found = {pattern.family for pattern in detector.patterns if pattern.matches(cased, folded)}
-    if injection._hidden_instruction(cased, text):
-        found.add("hidden-markup")
+    found: set[str] = set()
+    for number, (cased, folded) in enumerate(injection._views(text)):
+        found |= {pattern.family for pattern in detector.patterns if pattern.matches(cased, folded)}
+        if injection._hidden_instruction(cased, text if number == 0 else ""):
+            found.add("hidden-markup")
     return found
 
 
@@ -201,6 +227,10 @@ def test_look_alike_and_invisible_spellings_are_caught(text: str) -> None:
     "忽略" * 5000,
     "[" * 10000 + "system",
     "https://x.example/?" + "a=" * 5000,
+    # Encodings are decoded into further views: long encoded texts must stay cheap too.
+    " ".join(f"{b:02x}" for b in ("Ign\u043ere the notes " * 1000).encode())[:20000],
+    base64.b64encode(("deploy " + "aGVsbG8gd29ybGQ= " * 1000).encode()).decode()[:20000],
+    "=20\\u0041%41&#65; " * 1000,
 ])
 def test_hostile_lengths_stay_fast(text: str) -> None:
     start = time.perf_counter()
@@ -211,13 +241,16 @@ def test_hostile_lengths_stay_fast(text: str) -> None:
 def _family_without_gates(text: str) -> str | None:
     """What ``injection_family`` answers when every pattern runs, ignoring the speed gates."""
     detector = injection._detector()
-    cased, folded = injection._prepare(text)
     numbers = list(range(len(detector.patterns)))
     split = bisect.bisect_left(numbers, detector.first_number["override"])
-    family = detector.first_match(numbers[:split], cased, folded)
-    if family is None and injection._hidden_instruction(cased, text):
-        family = "hidden-markup"
-    return family or detector.first_match(numbers[split:], cased, folded)
+    for number, (cased, folded) in enumerate(injection._views(text)):
+        family = detector.first_match(numbers[:split], cased, folded)
+        if family is None and injection._hidden_instruction(cased, text if number == 0 else ""):
+            family = "hidden-markup"
+        family = family or detector.first_match(numbers[split:], cased, folded)
+        if family is not None:
+            return family
+    return None
 
 
 def test_speed_gates_never_change_a_verdict() -> None:

@@ -4,7 +4,10 @@ Recall re-injects memories into future prompts. Text that tries to steer a model
 previous instructions") would come back as if it were the user's own note, so it is refused
 at the door. Detection is by patterns (offline, exact, testable), grouped by family, each
 family written for the languages users write: English, Chinese, French, German, Spanish,
-Japanese, and Portuguese, Italian, Russian and Korean where a phrasing is common.
+Japanese, and Portuguese, Italian, Russian and Korean where a phrasing is common. Overrides
+("ignore all previous instructions") are also read in Arabic, Czech, Dutch, Greek, Hebrew,
+Hindi, Indonesian, Persian, Polish, Swedish, Thai, Turkish, Ukrainian and Vietnamese, from a
+small lexicon per language matched in every word order.
 
 The patterns are data: ``mcp_memory/safety/rules/injection.toml`` holds every family's rules
 (with named fragments such as ``{en_rules}``, and the cues of hidden markup) and explains how
@@ -43,6 +46,14 @@ with Latin diacritics removed (``précédentes`` and ``precedentes`` read the sa
 without accents. The few rules whose meaning depends on case (``DAN``, ``SYSTEM:``) read
 the normalised text before casefolding.
 
+Views (``_views``): besides that main view, the rules read every view ``decoded_views`` makes
+(base64, hex, quoted-printable, ``\\uXXXX`` escapes, markdown emphasis, nested), and of each
+its ``latin_skeleton``: combining marks dropped, and in words that read as Latin the Cyrillic,
+Greek, Armenian, Cherokee and small-capital look-alikes folded to Latin ("Ignоre" with a
+Cyrillic о reads "Ignore"). A text is an injection when any view matches. The views are extra
+readings, never replacements, so the rules of every script still read the text as written
+(a mark can make another letter: й, が); their total size is bounded (``_VIEW_BUDGET_*``).
+
 Precision: ordinary notes mention instructions, prompts, rules, roles and AI all the time
 ("we decided to ignore flaky tests", "the system prompt lives in prompts/"). Rules therefore
 need the shape of an instruction to a model, not just its vocabulary: an override verb with
@@ -68,7 +79,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_memory.safety import rulefiles
-from mcp_memory.safety.text import decoded_for_filters
+from mcp_memory.safety.text import decoded_for_filters, decoded_views, latin_skeleton
 
 # ----- normalisation -------------------------------------------------------------------------
 
@@ -96,10 +107,44 @@ def _fold(normalised: str) -> str:
 
 
 def _prepare(text: str) -> tuple[str, str]:
-    """(normalised text with case kept, folded text) as the rules read them."""
+    """(normalised text with case kept, folded text) of the main view, entities decoded."""
     # "&lt;|im_start|&gt;", "&#60;system&#62;" and "%3Csystem%3E" are the same tokens once rendered.
     normalised = decoded_for_filters(text or "")
     return normalised, _fold(normalised)
+
+
+def _views(text: str) -> Iterator[tuple[str, str]]:
+    """Every (cased, folded) pair the rules read: the main view first, then each distinct other.
+
+    Besides the main view: each layer of encoding decoded (base64, hex, quoted-printable, ...),
+    and of each of those its Latin skeleton, so "Ignоre" with a Cyrillic о, or "Ign̤ore" with
+    a stray mark, reads as "Ignore". The extra views are separate rather than replacing the
+    main one because dropping marks changes letters (й, が) that other rules need.
+    """
+    main = _prepare(text)
+    yield main
+    seen = {main[0]}
+    budget = _VIEW_BUDGET_BASE + _VIEW_BUDGET_FACTOR * len(main[0])  # characters the other views may cost
+    for view in decoded_views(text or ""):
+        # The plain view is read as the main one (references decoded), as it always was.
+        plain = main[0] if view.depth == 0 else view.text
+        # A decoding that brought in only ASCII adds no look-alike: the skeleton of the plain
+        # view already read the rest.
+        fresh = view.depth == 0 or not view.ascii_decoded
+        for cased in (plain, latin_skeleton(plain)[0]) if fresh else (plain,):
+            if cased in seen:
+                continue
+            budget -= len(cased)
+            if budget < 0:
+                return
+            seen.add(cased)
+            yield cased, _fold(cased)
+
+
+# Other views cost about as much as the main one each: bounded so that a long text full of
+# encodings costs a few readings of it, not one per view.
+_VIEW_BUDGET_BASE = 16384
+_VIEW_BUDGET_FACTOR = 3
 
 
 # ----- speed: literals every match must contain ------------------------------------------------
@@ -589,14 +634,23 @@ def _detector() -> _Detector:
 
 def injection_family(text: str) -> str | None:
     """The family of the first injection pattern ``text`` matches, or None for an ordinary note."""
+    raw = text or ""
+    for number, (cased, folded) in enumerate(_views(raw)):
+        family = _family_in_view(cased, folded, raw if number == 0 else "")
+        if family is not None:
+            return family
+    return None
+
+
+def _family_in_view(cased: str, folded: str, raw: str) -> str | None:
+    """The family of the first pattern one view matches (``raw`` given for the main view only)."""
     detector = _detector()
-    cased, folded = _prepare(text)
     numbers = detector.candidates(cased, folded)
     split = bisect.bisect_left(numbers, detector.first_number["override"])
     # Tokens first: a fake turn is the strongest signal. Then hidden markup, so that an order in
     # an HTML comment is reported as hidden rather than by its wording.
     family = detector.first_match(numbers[:split], cased, folded)
-    if family is None and _hidden_instruction(cased, text or ""):
+    if family is None and _hidden_instruction(cased, raw):
         family = "hidden-markup"
     return family or detector.first_match(numbers[split:], cased, folded)
 

@@ -11,10 +11,12 @@ rest of the engine and the public functions.
   GitHub, GitLab, AWS, Google, Slack, Stripe, Hugging Face, SendGrid, npm, Discord,
   Telegram, PyPI, Docker Hub, DigitalOcean, Shopify, Mailgun, Mailchimp, Heroku, Vault,
   Doppler, Grafana, Postman, New Relic, Linear, age, Atlassian, Databricks, Notion,
-  Supabase, Sentry, Azure and more), JSON Web Tokens, ``Bearer`` values, webhook URLs that
-  embed their secret, and ``scheme://user:password@`` URLs. A few formats that are plain
-  hex or base64 (Twilio SIDs, AWS secret access keys) count only next to their provider's
-  name.
+  Supabase, Sentry, Azure, Tencent Cloud, Cloudflare Origin CA and more), JSON Web Tokens,
+  ``Bearer`` values, webhook URLs that embed their secret, and ``scheme://user:password@``
+  URLs. A few formats that are plain hex or base64 (Twilio account SIDs, AWS secret access
+  keys, Huawei Cloud AK/SK, Cloudflare API tokens) count only next to their provider's name;
+  a Twilio API key (``SK`` and 32 lower-case hex digits) is distinctive enough alone. The
+  ``private_key`` and ``private_key_id`` fields of a service-account key file count too.
 * **Named values**: a name that means secret (password, passwd, pwd, secret, token, api
   key, access key, private key, client secret, credentials, auth, session / signing key,
   PIN ...) followed by a value. Names are matched inside identifiers (``DB_PASSWORD``,
@@ -27,34 +29,41 @@ rest of the engine and the public functions.
   URLs, variable names) and ordinary words ("is read from the environment") are not
   secrets; token-like names need a random-looking value, password-like names accept any
   value that is not prose.
-* **Encoded secrets**: a base64 blob whose decoded text holds a secret (decoded at most
-  twice), and private key material without its ``-----BEGIN`` line: DER private keys
-  (``MII...``, recognised by their ASN.1 structure, so certificates and public keys pass),
-  OpenSSH private key bodies, and wrapped runs of binary base64 lines.
+* **Encoded secrets**: a base64 blob whose decoded text holds a secret, and private key
+  material without its ``-----BEGIN`` line: DER private keys (``MII...``, recognised by their
+  ASN.1 structure, so certificates and public keys pass), OpenSSH private key bodies, and
+  wrapped runs of binary base64 lines. When the text itself shows nothing, every view
+  ``decoded_views`` makes of it (HTML references, percent-escapes, base64, hex in any of its
+  spellings, quoted-printable, ``\\uXXXX``, nested until a size budget is spent) is read too;
+  a secret found there is reported over the encoded run it came from.
+* **Broken tokens**: a token split by a space or a line break ("sk-proj-Abc1 23Def...") is read
+  whole in a joined view (``_joined_view``), which removes whitespace only where the pieces
+  look like parts of a credential, never between words of prose.
 * **Payment cards**: 13-19 digits, grouped as cards are printed (spaces, dots, dashes, or
   nothing), with an issuer prefix of the right length and a valid Luhn check digit.
 * **Others**: passwords on a command line (``mysql -pSecret``, ``sshpass -p``) and wallet
   recovery phrases under their name.
 
 Detection reads ``normalise_for_filters(text)``: NFKC folds fullwidth and other
-compatibility forms, zero-width characters, soft hyphens and other invisible format
-characters are dropped, whitespace is squeezed. A token split by a zero-width space or
-typed in fullwidth letters is found like the plain one. The token rules also read Cyrillic
-and Greek look-alike letters and Unicode hyphens as their ASCII twins. Spans are mapped back
+compatibility forms, zero-width characters, soft hyphens, fillers and other default-ignorable
+characters are dropped, whitespace is squeezed. A token split by a zero-width space or typed
+in fullwidth letters is found like the plain one. Names and tokens are also read in the
+Latin skeleton of the text (``latin_skeleton`` in safety/text.py: combining marks dropped and
+the look-alike letters of the shared table folded, in words that read as Latin), so
+"pаssword" or "sк-proj-" with Cyrillic letters are what they look like. Spans are mapped back
 onto the original text (see ``find_secrets``).
 
 Speed matters: ``find_secrets`` runs on every stored fact and every captured message. All
 patterns are compiled once (the rule file's on first use), none nests quantifiers over the
 same characters, names are found with one prefix-factored pattern, and rules that need long
 tokens run only on the runs of 16 or more printable ASCII characters. An ordinary
-300-character note takes about 0.05 ms.
+300-character note takes about 0.1 ms.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -69,7 +78,15 @@ from mcp_memory.safety.secret_values import (
     named_values,
     rule_file,
 )
-from mcp_memory.safety.text import decoded_for_filters, normalise_for_filters
+from mcp_memory.safety.text import (
+    DEFAULT_IGNORABLE,
+    base64_text,
+    decode_base64,
+    decoded_views,
+    fold_for_filters,
+    latin_skeleton,
+    normalise_for_filters,
+)
 
 
 @dataclass(frozen=True)
@@ -120,7 +137,8 @@ def _providers() -> tuple[tuple[re.Pattern[str], ...], dict[str, str]]:
 # Token rules need 16+ ASCII characters without a space; most notes have few such runs,
 # and CJK sentences (no spaces) have them only around ASCII words.
 _LONG_RUN = re.compile(r"[!-~]{16,}")  # printable ASCII: tokens survive NFKC as ASCII
-_PRIVATE_KEY_HEADER = re.compile(r"(?<!-)-{3,} ?BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-{3,}")
+# Any case and two or more dashes: "--begin rsa private key--" is still a key being pasted.
+_PRIVATE_KEY_HEADER = re.compile(r"(?i)(?<!-)-{2,} ?BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-{2,}")
 _BEARER = re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9_\-.=+/~]{20,})")
 # Passwords glued to a client's -p flag (mysql -pSecret), given to sshpass -p, or after the
 # user name of curl -u / --user.
@@ -134,6 +152,20 @@ _URL_CREDENTIAL = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,20}
 # Hex or base64 formats without a prefix count only near their provider's name.
 _TWILIO_KEY = re.compile(r"(?<![A-Za-z0-9])(?:SK|AC)[0-9a-fA-F]{32}(?![A-Za-z0-9])")
 _TWILIO_CONTEXT = re.compile(r"(?i)twilio|auth[ _\-]?token|api[ _\-]?(?:key|secret)|account[ _\-]?sid")
+# A Twilio API key SID is "SK" and 32 lower-case hex digits: that shape is Twilio's alone, so it
+# needs no context when it mixes digits and letters (an all-digit run could be anything).
+_TWILIO_API_KEY = re.compile(r"(?<![A-Za-z0-9])SK(?=[0-9]{0,31}[a-f])(?=[a-f]{0,31}[0-9])[0-9a-f]{32}(?![A-Za-z0-9])")
+# Huawei Cloud: a 20-character access key (AK) and a 40-character secret key (SK), with no prefix.
+_HUAWEI_ACCESS = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{20}(?![A-Za-z0-9])")
+# Both cases are required of 40-character secrets: a 40-digit hex commit hash is not one.
+_MIXED_CASE_40 = r"(?=[A-Za-z0-9_\-]{0,39}[A-Z])(?=[A-Za-z0-9_\-]{0,39}[a-z])"
+_HUAWEI_SECRET = re.compile(r"(?<![A-Za-z0-9])" + _MIXED_CASE_40 + r"[A-Za-z0-9]{40}(?![A-Za-z0-9])")
+_HUAWEI_CONTEXT = re.compile(r"(?i)huawei|hwcloud|myhuaweicloud|HW_(?:ACCESS|SECRET)")
+# Cloudflare: API tokens are 40 characters, the global API key 37 hex digits; both only by name.
+_CLOUDFLARE_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:" + _MIXED_CASE_40 + r"[A-Za-z0-9_\-]{40}|[0-9a-f]{37})(?![A-Za-z0-9_\-])"
+)
+_CLOUDFLARE_CONTEXT = re.compile(r"(?i)cloudflare|\bCF_(?:API|ACCOUNT|ZONE)|\bcf[ _\-]api")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
 _AWS_CONTEXT = re.compile(r"(?i)(?<![a-z])aws|AKIA|ASIA|secret[ _\-]?access")
 _CONTEXT_WINDOW = 160
@@ -142,6 +174,8 @@ _CONTEXT_WINDOW = 160
 def _provider_tokens(text: str, runs: list[tuple[int, int]]) -> list[SecretMatch]:
     found: list[SecretMatch] = []
     patterns, kinds = _providers()
+    # Providers known only by name nearby: skip their shapes when the name is nowhere in the text.
+    huawei, cloudflare = _HUAWEI_CONTEXT.search(text) is not None, _CLOUDFLARE_CONTEXT.search(text) is not None
     for start, end in runs:
         for pattern in patterns:
             for match in pattern.finditer(text, start, end):
@@ -150,10 +184,50 @@ def _provider_tokens(text: str, runs: list[tuple[int, int]]) -> list[SecretMatch
         for match in _TWILIO_KEY.finditer(text, start, end):
             if _near(text, match, _TWILIO_CONTEXT):
                 found.append(SecretMatch("Twilio key", match.start(), match.end()))
+        for match in _TWILIO_API_KEY.finditer(text, start, end):
+            found.append(SecretMatch("Twilio key", match.start(), match.end()))
+        if huawei:
+            found += _named_provider(text, start, end, _HUAWEI_ACCESS, _HUAWEI_CONTEXT, "Huawei Cloud access key")
+            found += _named_provider(text, start, end, _HUAWEI_SECRET, _HUAWEI_CONTEXT, "Huawei Cloud secret key")
+        if cloudflare:
+            found += _named_provider(text, start, end, _CLOUDFLARE_TOKEN, _CLOUDFLARE_CONTEXT, "Cloudflare token")
         for match in _AWS_SECRET.finditer(text, start, end):
             token = match.group(0)
             if has_upper_lower_digit(token) and _near(text, match, _AWS_CONTEXT):
                 found.append(SecretMatch("AWS secret access key", match.start(), match.end()))
+    return found
+
+
+def _named_provider(text: str, start: int, end: int, shape: re.Pattern[str], context: re.Pattern[str],
+                    kind: str) -> list[SecretMatch]:
+    """Random-looking runs of ``shape`` in ``text[start:end]`` with the provider's name nearby."""
+    found = []
+    for match in shape.finditer(text, start, end):
+        token = match.group(0)
+        if looks_random(token, min_length=20) and any(ch.isdigit() for ch in token) and _near(text, match, context):
+            found.append(SecretMatch(kind, match.start(), match.end()))
+    return found
+
+
+# A Google Cloud service-account key file: its "private_key" and "private_key_id" fields. The
+# id alone already points at one live key, and a "service_account" JSON holding either is the
+# key file being pasted.
+_SERVICE_ACCOUNT_FIELD = re.compile(
+    r"""(?i)["']?private_key(?P<id>_id)?["']?\s*[:=]\s*["']?(?P<value>[A-Za-z0-9+/=\\\-]{16,})"""
+)
+
+
+def _service_account_keys(text: str) -> list[SecretMatch]:
+    """The key and key id fields of a cloud service-account key file."""
+    found = []
+    for match in _SERVICE_ACCOUNT_FIELD.finditer(text):
+        value = match.group("value")
+        if match.group("id"):
+            ok = re.fullmatch(r"[0-9a-f]{40}", value) is not None or looks_random(value, min_length=16)
+        else:
+            ok = not is_placeholder(value) and (value.startswith("-") or looks_random(value, min_length=20))
+        if ok:
+            found.append(SecretMatch("cloud service account key", match.start("value"), match.end("value")))
     return found
 
 
@@ -197,7 +271,6 @@ _BASE64_LINES = re.compile(r"(?m)(?:^[ \t]*[A-Za-z0-9+/]{40,}={0,2}[ \t]*(?:\n|$
 _KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/])(?:M[A-Za-z0-9+/]{38,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{10,})={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _MAX_DECODES = 12  # decoded texts scanned per text and level
-_MAX_BLOB = 8192  # base64 characters decoded per blob
 # Files that are base64 in notes but hold no key: PNG, JPEG, GIF, PDF, zip, gzip.
 _BINARY_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0", "UEsDB", "H4sI")
 # ASN.1 prefixes of encrypted PKCS#8 keys (PBES2, PKCS#12 PBE) after the outer SEQUENCE.
@@ -222,7 +295,7 @@ def _encoded_secrets(text: str, runs: list[tuple[int, int]], depth: int) -> list
         if depth >= 2:
             continue
         for match in _BASE64_BLOB.finditer(text, start, end):
-            decoded = _decode_text(match.group(0))  # cheap to reject: most runs are not base64 text
+            decoded = base64_text(match.group(0))  # cheap to reject: most runs are not base64 text
             if decoded is None or decodes >= _MAX_DECODES:
                 continue
             decodes += 1  # each decoded text is scanned again: bound the work
@@ -234,45 +307,8 @@ def _encoded_secrets(text: str, runs: list[tuple[int, int]], depth: int) -> list
 
 def _decoded_secrets(blob: str, depth: int) -> list[SecretMatch]:
     """Secrets in the text ``blob`` decodes to (none when it is binary or not base64)."""
-    decoded = _decode_text(blob)
+    decoded = base64_text(blob)
     return _scan(_normalise(decoded), depth + 1) if decoded else []
-
-
-def _decode_base64(blob: str, limit: int | None = None) -> bytes | None:
-    """The bytes of a base64 or base64url blob; a truncated blob decodes as far as it goes."""
-    blob = blob.rstrip("=")
-    if limit is not None:
-        blob = blob[: limit - limit % 4]
-    blob = blob[:_MAX_BLOB]  # a huge blob is read as far as the bound
-    if len(blob) % 4 == 1:
-        blob = blob[:-1]  # cut inside a quantum: the last character carries no whole byte
-    padded = blob + "=" * (-len(blob) % 4)
-    try:
-        if "-" in blob or "_" in blob:
-            return base64.urlsafe_b64decode(padded)
-        return base64.b64decode(padded, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _decode_text(blob: str) -> str | None:
-    """The UTF-8 text a base64 blob decodes to, or None for binary or no base64 at all."""
-    if blob.isalpha() or blob.isdigit() or not (any(c.isdigit() for c in blob) or "=" in blob or "+" in blob):
-        return None  # a long word or number, not an encoding
-    raw = _decode_base64(blob)
-    if raw is None or len(raw) < 12:
-        return None
-    decoded = None
-    for cut in range(4):  # a truncated blob may end inside a multi-byte character
-        try:
-            decoded = raw[: len(raw) - cut].decode("utf-8")
-            break
-        except UnicodeDecodeError:
-            continue
-    if decoded is None:
-        return None
-    printable = sum(ch.isprintable() or ch in "\n\t\r" for ch in decoded)
-    return decoded if printable >= 0.95 * len(decoded) else None
 
 
 def _is_key_material(blob: str, wrapped: bool) -> bool:
@@ -281,7 +317,7 @@ def _is_key_material(blob: str, wrapped: bool) -> bool:
         return True  # "openssh-key-v1": the OpenSSH private key format
     if blob.startswith(_BINARY_MAGIC) or _HEX.fullmatch(blob):
         return False
-    head = _decode_base64(blob, limit=64)
+    head = decode_base64(blob, limit=64)
     if head is None:
         return False
     der = _der_private_key(head)
@@ -291,7 +327,7 @@ def _is_key_material(blob: str, wrapped: bool) -> bool:
         return False  # SSH wire format: public keys (ssh-rsa AAAA...)
     if blob.startswith("MII") and len(blob) >= 100:
         return True  # a DER SEQUENCE of key size that is neither certificate nor public key
-    return wrapped and len(blob) >= 120 and _decode_text(blob) is None and has_upper_lower_digit(blob)
+    return wrapped and len(blob) >= 120 and base64_text(blob) is None and has_upper_lower_digit(blob)
 
 
 def _der_private_key(head: bytes) -> bool | None:
@@ -401,33 +437,131 @@ def _normalise(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text)
     # Printable (no controls, format characters or exotic spaces) means the per-character
     # pass of normalise_for_filters would only squeeze spaces.
-    if "\x1b" not in text and folded.replace("\n", "").isprintable():
+    if "\x1b" not in text and folded.replace("\n", "").isprintable() and not DEFAULT_IGNORABLE.search(folded):
         return _SPACES.sub(" ", folded)
     return normalise_for_filters(text)
 
 
-# Letters that look Latin in other scripts, and dashes that look like "-". NFKC keeps them
-# apart, so "ѕk‐proj-..." (Cyrillic ѕ, U+2010 hyphen) would pass the token rules. Folded one
-# for one (offsets unchanged), and only for the token rules: names in Cyrillic or Greek
-# must keep their letters.
-_LOOKALIKES = str.maketrans(
-    "аеорсухѕіјԁԛԝһӏАВЕКМНОРСТХУЅІЈοαενρτυχκιΑΒΕΖΗΙΚΜΝΟΡΤΥΧ‐‑‒–−﹣",
-    "aeopcyxsijdqwhlABEKMHOPCTXYSIJoaevptuxkiABEZHIKMNOPTYX------",
-)
+def _mapped(found: list[SecretMatch], index: list[int] | None) -> list[SecretMatch]:
+    """Spans found in a view with characters dropped, as spans of the text the view came from."""
+    if index is None:
+        return found
+    return [SecretMatch(m.kind, index[m.start], index[m.end - 1] + 1) for m in found if m.end > m.start]
 
 
 def _scan(text: str, depth: int = 0) -> list[SecretMatch]:
-    """Every secret in already normalised ``text``; spans index ``text``."""
+    """Every secret in already normalised ``text``; spans index ``text``.
+
+    Names and tokens are also read in the Latin skeleton of the text (``latin_skeleton`` in
+    safety/text.py: combining marks dropped, look-alike letters folded to Latin in words that
+    read as Latin), so "the pаssword is ..." and "sк-proj-..." are what they look like; and in
+    the joined view, where a token broken by a space or a line break is whole again.
+    """
     found = [SecretMatch(*hit) for hit in named_values(text)] + _cards(text)
     if " -p" in text or "curl" in text:
         found += _command_passwords(text)
-    tokens = text if text.isascii() else text.translate(_LOOKALIKES)
+    tokens, index = latin_skeleton(text)
+    if tokens != text:
+        found += _mapped([SecretMatch(*hit) for hit in named_values(tokens)], index)
+    found += _mapped(_token_secrets(tokens, depth), index)
+    if depth == 0:
+        joined, joints = _joined_view(tokens)
+        if joints is not None:
+            inner = [SecretMatch(*hit) for hit in named_values(joined)] + _token_secrets(joined, depth, encoded=False)
+            found += _mapped(_mapped(inner, joints), index)
+    return found
+
+
+def _token_secrets(tokens: str, depth: int, encoded: bool = True) -> list[SecretMatch]:
+    """Provider tokens, web credentials and (with ``encoded``) base64-wrapped secrets in ``tokens``."""
+    found: list[SecretMatch] = []
     runs = [(m.start(), m.end()) for m in _LONG_RUN.finditer(tokens)]
-    if runs or "-----" in tokens or "://" in tokens:
+    if runs or "--" in tokens or "://" in tokens:
         found += _web_credentials(tokens)
     if runs:
-        found += _provider_tokens(tokens, runs) + _encoded_secrets(tokens, runs, depth)
+        found += _provider_tokens(tokens, runs)
+        if encoded:
+            found += _encoded_secrets(tokens, runs, depth)
+    if "private_key" in tokens or "service_account" in tokens:
+        found += _service_account_keys(tokens)
     return found
+
+
+# --------------------------------------------------------------------------------------
+# Tokens broken by whitespace
+# --------------------------------------------------------------------------------------
+
+# A piece of a token: printable ASCII without spaces. Two pieces separated by whitespace (a
+# space, a line break from wrapping or a copy-paste) are joined when the second piece looks
+# like the middle or end of a credential: it holds a digit, or flips case inside, or is only
+# the "." or "-" that separates the parts of a JSON Web Token. Ordinary words never qualify,
+# so "sk-learn is a library" stays three words.
+_PIECE = re.compile(r"[!-~]+")
+_GAP = re.compile(r"[ \t]*\n?[ \t]*")
+_MAX_JOINED = 12  # pieces joined into one: a token is rarely broken more often
+
+
+_CONTINUATION = re.compile(
+    r"[._-]"
+    r"|(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-./+=]+?[.,;:!?)]*"  # letters and digits
+    r"|(?=.[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[A-Za-z_\-./+=]{8,}?[.,;:!?)]*"  # case flipping inside
+)
+
+
+def _continues_token(piece: str) -> bool:
+    """Whether ``piece`` can be the next part of a broken token (never a word of prose)."""
+    return _CONTINUATION.fullmatch(piece) is not None
+
+
+# How provider tokens start: a piece that starts so may be the head of a broken token.
+_TOKEN_PREFIX = re.compile(
+    r"(?:sk|rk|pk)[-_]|gh[pousr]_|github_pat_|gl[a-z]{2,5}-|A(?:KIA|SIA|KID|Iza)|LTAI|xox[a-z.]|xapp-|eyJ|ya29\."
+    r"|hf_|npm_|SG\.|dckr_|shp[a-z]{2}_|hv[sbr]\.|gls?a?_|pypi-|gsk_|xai-|pplx-|lsv2_|pcsk_|do[opr]_v1_|GOCSPX-"
+    r"|dapi|lin_|HRKU-|PMAK-|NR[A-Z]{2}-|figd_|nfp_|rnd_|sntry|sbp?_|tvly-|r8_|ntn_|secret_|whsec_|AGE-SECRET"
+    r"|AT(?:ATT|CTT|BB)|pul-|pnu_|bkua_|CFPAT-|EAA|v1\.0-"
+)
+
+
+def _starts_token(piece: str) -> bool:
+    """Whether ``piece`` can be the head of a broken token: a provider's prefix, or random-looking itself.
+
+    A random head is what a secret's name is followed by ("api key Abc123Def456 Ghi789...");
+    algorithm names and versions ("ssh-ed25519 AAAA...") are not random, so a public key after
+    them is left as it is.
+    """
+    piece = piece.lstrip("\"'`(=:")
+    return _TOKEN_PREFIX.match(piece) is not None or looks_random(piece.rstrip("\"'`,;"), min_length=12)
+
+
+def _joined_view(text: str) -> tuple[str, list[int] | None]:
+    """``text`` with the whitespace inside broken tokens removed, and the index of each kept character.
+
+    (text, None) when nothing was joined. Provider formats and named values then read the
+    joined view; a secret whose parts were split is found whole.
+    """
+    if " " not in text and "\n" not in text:
+        return text, None
+    pieces = list(_PIECE.finditer(text))
+    drop: list[tuple[int, int]] = []
+    chain = 0
+    for left, right in itertools.pairwise(pieces):
+        gap = text[left.end():right.start()]
+        joinable = (chain < _MAX_JOINED and _continues_token(right.group()) and _GAP.fullmatch(gap) is not None
+                    and (chain > 0 or _starts_token(left.group())))
+        if joinable:
+            drop.append((left.end(), right.start()))
+            chain += 1
+        else:
+            chain = 0
+    if not drop:
+        return text, None
+    keep: list[int] = []
+    position = 0
+    for start, end in drop:
+        keep += range(position, start)
+        position = end
+    keep += range(position, len(text))
+    return "".join(text[i] for i in keep), keep
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
@@ -469,15 +603,7 @@ def _find(text: str) -> tuple[list[SecretMatch], str]:
     if not text:
         return [], text
     normalised = _normalise(text)
-    found = _scan(normalised)
-    if ("&" in normalised or "%" in normalised) and not found:
-        # Encoded on the way in (``&#116;oken=``, ``%74oken=``): found in the decoded view, whose
-        # spans cannot index ``text``, so the decoded text is what gets redacted.
-        decoded = decoded_for_filters(text)
-        if decoded != normalised:
-            found = _scan(decoded)
-            if found:
-                return sorted(set(found), key=lambda m: (m.start, -m.end, m.kind)), decoded
+    found = _scan(normalised) or _decoded_secrets_in_views(text, normalised)
     if not found:
         return [], text
     unique = sorted(set(found), key=lambda m: (m.start, -m.end, m.kind))
@@ -489,6 +615,22 @@ def _find(text: str) -> tuple[list[SecretMatch], str]:
     starts, ends = alignment
     mapped = {SecretMatch(m.kind, starts[m.start], ends[m.end - 1]) for m in unique if m.end > m.start}
     return sorted(mapped, key=lambda m: (m.start, -m.end, m.kind)), text
+
+
+def _decoded_secrets_in_views(text: str, normalised: str) -> list[SecretMatch]:
+    """Secrets that only a decoded view of ``text`` shows (hex, base64 of base64, ``&#116;oken=``...).
+
+    Spans index the normalised text: each covers the encoded run the secret was decoded from,
+    so redaction removes the whole encoding.
+    """
+    views = decoded_views(text, normalised)
+    next(views)  # the plain view, already scanned
+    for view in views:
+        found = _scan(view.text, depth=1)
+        if found:
+            spans = (view.span(m.start, m.end) for m in found)
+            return [SecretMatch(f"encoded {m.kind}", start, end) for m, (start, end) in zip(found, spans, strict=True)]
+    return []
 
 
 def _merge(spans: list[SecretMatch]) -> list[SecretMatch]:
@@ -505,15 +647,7 @@ def _merge(spans: list[SecretMatch]) -> list[SecretMatch]:
 
 def _fold(chunk: str) -> str:
     """One character (with its combining marks) as ``normalise_for_filters`` writes it."""
-    out = []
-    for ch in unicodedata.normalize("NFKC", chunk):
-        if ch == "\n":
-            out.append(ch)
-        elif ch.isspace():
-            out.append(" ")
-        elif unicodedata.category(ch) not in ("Cc", "Cf"):
-            out.append(ch)
-    return "".join(out)
+    return fold_for_filters(chunk)
 
 
 def _align(original: str, normalised: str) -> tuple[list[int], list[int]] | None:
