@@ -86,6 +86,13 @@ class InvalidReply(ValueError):
 
 
 # ----- server side: what the bridge answers ---------------------------------------------------
+def private_allowed(settings: Settings, include_private: bool = True) -> bool:
+    """Whether a hook's answer may hold private files: not when the caller's process says so (a
+    ``--shared`` server), nor when the workspace's hooks serve others (``[privacy] shared_hooks``),
+    whichever process answers."""
+    return include_private and not settings.privacy.shared_hooks
+
+
 def handle_request(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
     """Answer one bridge request with ``memory`` (a ``Memory``); raises ``ValueError`` on bad requests.
 
@@ -93,7 +100,7 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
     others) leaves private files out of both, as for any other shared caller. The request's
     ``scope`` (a scope name; none: the global memory) is where recall looks and capture writes.
     """
-    include_private = include_private and not memory.settings.privacy.shared_hooks
+    include_private = private_allowed(memory.settings, include_private)
     op = request.get("op")
     if op == "ping":
         return {"pong": True}
@@ -114,7 +121,7 @@ def handle_request(memory: Memory, request: dict[str, Any], include_private: boo
 
 def capture_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> CaptureResult:
     """Capture from ``transcript_path`` or ``messages`` in a request or hook payload."""
-    include_private = include_private and not memory.settings.privacy.shared_hooks
+    include_private = private_allowed(memory.settings, include_private)
     from mcp_memory.core.transcripts import messages_from_json, read_transcript
 
     last = memory.settings.capture.max_messages
@@ -249,7 +256,7 @@ def recall_context(settings: Settings, prompt: str, session: str | None, scope: 
         from mcp_memory.memory import Memory
 
         context = Memory(settings).recall(prompt, session_key=session, keywords_only=True,
-                                          include_private=not settings.privacy.shared_hooks,
+                                          include_private=private_allowed(settings),
                                           scopes=read_filter(None, scope), prompt_id=prompt_id)
         log.info("recall answered in-process from keywords (%d characters)", len(context))
     return context
@@ -338,7 +345,7 @@ def finish_session(settings: Settings, request: dict[str, Any]) -> None:
 def end_session(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
     """Capture from the transcript (or the ``messages`` a client handed over), then record its episode
     (with the ``[decision]`` facts just captured) under ``episode_key``, else ``session_key``."""
-    include_private = include_private and not memory.settings.privacy.shared_hooks
+    include_private = private_allowed(memory.settings, include_private)
     from mcp_memory.experience.episodes import episode_from_records, episode_from_transcript
 
     decisions: list[str] = []
@@ -389,7 +396,7 @@ def rescue_before_compaction(settings: Settings, request: dict[str, Any]) -> Non
 def rescue_transcript(memory: Memory, request: dict[str, Any], include_private: bool = True) -> dict[str, Any]:
     """Rescue from the transcript a hook names, or the transcript records (``messages``) a client handed
     over (``MemoryInputError``, a ``ValueError``, when unreadable)."""
-    include_private = include_private and not memory.settings.privacy.shared_hooks
+    include_private = private_allowed(memory.settings, include_private)
     path = _text_field(request, "transcript_path")
     messages = request.get("messages")
     source: Path | list[dict[str, Any]]

@@ -114,12 +114,12 @@ def is_safe_name(name: str) -> bool:
 
     These come from transcripts and clients, so whoever names a tool or a file names them, and an
     episode is a memory file recall and search read back. Names recur: the verdicts are cached."""
-    from mcp_memory.safety import find_secrets, looks_like_injection, normalise_for_filters
+    from mcp_memory.safety import find_secrets, looks_like_injection
 
     if find_secrets(name):
         return False
     spaced = re.sub(r"[_\-.:/#]+", " ", name)
-    return not (find_secrets(spaced) or looks_like_injection(normalise_for_filters(spaced)))
+    return not (find_secrets(spaced) or looks_like_injection(spaced))
 
 
 @dataclass(frozen=True)
@@ -284,14 +284,9 @@ def _key(text: str) -> str:
 
 def safe_text(text: str) -> str:
     """``text`` as one line fit for a memory file: cleaned, secrets redacted; "" if it reads as instructions."""
-    from mcp_memory.safety import clean_memory_text, looks_like_injection, normalise_for_filters, redact_secrets
+    from mcp_memory.safety import quotable
 
-    flat = " ".join(clean_memory_text(str(text)).split())
-    if not flat:
-        return ""
-    flat = redact_secrets(flat)
-    if looks_like_injection(normalise_for_filters(flat)):
-        return ""
+    flat = quotable(text) or ""
     if len(flat) > MAX_TEXT:
         flat = flat[: MAX_TEXT - 1].rstrip() + "…"
     return flat.lstrip("#>").strip()

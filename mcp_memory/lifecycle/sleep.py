@@ -44,7 +44,7 @@ from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.lifecycle.consolidation import Retirement, collect_items, plan_retirements
 from mcp_memory.lifecycle.consolidation_judge import ChatJudge
-from mcp_memory.safety import looks_like_injection, normalise_for_filters, redact_secrets
+from mcp_memory.safety import quotable
 from mcp_memory.writes.edits import Editor
 
 log = logging.getLogger(__name__)
@@ -257,8 +257,8 @@ def _short(text: str, limit: int = 160) -> str:
     """A memory's text as the note and the log quote it: one line, secrets redacted, not quoted at all
     when it reads as instructions. The note is shown to the model at the next session's start, and
     files change outside the product's filtered writes (by hand, by git, by an older version)."""
-    flat = redact_secrets(" ".join(text.split()))
-    if looks_like_injection(normalise_for_filters(flat)):
+    flat = quotable(text)
+    if flat is None:
         return "(not quoted: it reads as instructions)"
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

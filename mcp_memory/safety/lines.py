@@ -1,10 +1,11 @@
-"""The one check for a line a caller asks to write (a stored fact, a field of an experience chain)."""
+"""The one check for a line a caller asks to write (a stored fact, a field of an experience chain), and
+the one for a line the product quotes from memory into a record or a note (``quotable``)."""
 
 from __future__ import annotations
 
 from mcp_memory.errors import MemoryInputError
 from mcp_memory.safety.injection import looks_like_injection
-from mcp_memory.safety.secrets import find_secrets
+from mcp_memory.safety.secrets import find_secrets, redact_secrets
 from mcp_memory.safety.text import clean_memory_text
 
 
@@ -28,3 +29,11 @@ def checked_line(value: object, name: str, limit: int) -> str:
     if looks_like_injection(text):
         raise MemoryInputError(f"not written: {name} reads as instructions to a model, not as something to remember")
     return text
+
+
+def quotable(text: str) -> str | None:
+    """``text`` as one line the product may quote into a record or a note (an episode, the sleep note):
+    secrets redacted, None when it reads as instructions. Unlike ``checked_line`` it does not refuse:
+    the text is already somewhere (a transcript, a file edited by hand) and is being repeated."""
+    flat = redact_secrets(" ".join(clean_memory_text(str(text)).split()))
+    return None if looks_like_injection(flat) else flat
