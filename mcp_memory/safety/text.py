@@ -386,74 +386,61 @@ _ESCAPE_CODE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\[uU]([0-9a-fA-F]{4,8})")
 _MARKDOWN_MARKERS = re.compile(r"[*~`]+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])|__+")
 
 
-def _entities(text: str) -> list[_Replacement]:
+def _decode_entities(run: str) -> str | None:
     """HTML character references and percent-escapes, as a browser or URL parser decodes them."""
-    out = []
-    for match in _ENTITY_RUN.finditer(text):
-        decoded = unquote(html.unescape(match.group(0)), errors="replace")
-        if decoded != match.group(0):
-            out.append((match.start(), match.end(), decoded))
-    return out
+    decoded = unquote(html.unescape(run), errors="replace")
+    return decoded if decoded != run else None
 
 
-def _base64_runs(text: str) -> list[_Replacement]:
-    """Base64 and base64url runs that decode to text."""
-    out = []
-    for match in _BASE64_RUN.finditer(text):
-        decoded = base64_text(match.group(0), min_bytes=_MIN_DECODED)
-        if decoded is not None:
-            out.append((match.start(), match.end(), decoded))
-    return out
+def _decode_base64(run: str) -> str | None:
+    """Base64 or base64url that decodes to text."""
+    return base64_text(run, min_bytes=_MIN_DECODED)
 
 
-def _hex_runs(text: str) -> list[_Replacement]:
+def _decode_hex(run: str) -> str | None:
     """Hex that decodes to text: plain, spaced or colon-separated, ``\\x41`` and ``0x41`` forms."""
+    digits = _HEX_DIGITS.sub("", run)
+    return None if len(digits) % 2 else printable_text(bytes.fromhex(digits))
+
+
+def _decode_quoted_printable(run: str) -> str:
+    """Quoted-printable escapes (``=20``, ``=E2=80=8B``) and soft line breaks (``=`` at a line end)."""
+    raw = bytes.fromhex(re.sub(r"=\r?\n", "", run).replace("=", ""))
+    return raw.decode("utf-8", errors="replace")
+
+
+def _decode_unicode_escapes(run: str) -> str | None:
+    """``\\u0041``, ``\\U00000041`` and ``\\u{41}`` escapes, surrogate pairs joined."""
+    codes = [int(m.group(1) or m.group(2), 16) for m in _ESCAPE_CODE.finditer(run)]
+    if any(code > 0x10FFFF for code in codes):
+        return None
+    return "".join(map(chr, codes)).encode("utf-16", "surrogatepass").decode("utf-16", errors="replace")
+
+
+def _drop_markers(run: str) -> str:
+    """Emphasis and code markers removed."""
+    return ""
+
+
+def _replacements(pattern: re.Pattern[str], decode: Callable[[str], str | None], text: str) -> list[_Replacement]:
+    """Every run of ``pattern`` in ``text`` that ``decode`` reads, with what it reads as."""
     out = []
-    for match in _HEX_RUN.finditer(text):
-        digits = _HEX_DIGITS.sub("", match.group(0))
-        if len(digits) % 2:
-            continue
-        decoded = printable_text(bytes.fromhex(digits))
+    for match in pattern.finditer(text):
+        decoded = decode(match.group(0))
         if decoded is not None:
             out.append((match.start(), match.end(), decoded))
     return out
 
 
-def _quoted_printable(text: str) -> list[_Replacement]:
-    """Quoted-printable escapes (``=20``, ``=E2=80=8B``) and soft line breaks (``=`` at a line end)."""
-    out = []
-    for match in _QUOTED_PRINTABLE.finditer(text):
-        run = re.sub(r"=\r?\n", "", match.group(0))
-        raw = bytes.fromhex(run.replace("=", ""))
-        out.append((match.start(), match.end(), raw.decode("utf-8", errors="replace")))
-    return out
-
-
-def _unicode_escapes(text: str) -> list[_Replacement]:
-    """``\\u0041``, ``\\U00000041`` and ``\\u{41}`` escapes, surrogate pairs joined."""
-    out = []
-    for match in _UNICODE_ESCAPES.finditer(text):
-        codes = [int(m.group(1) or m.group(2), 16) for m in _ESCAPE_CODE.finditer(match.group(0))]
-        if any(code > 0x10FFFF for code in codes):
-            continue
-        decoded = "".join(map(chr, codes)).encode("utf-16", "surrogatepass").decode("utf-16", errors="replace")
-        out.append((match.start(), match.end(), decoded))
-    return out
-
-
-def _markdown_markers(text: str) -> list[_Replacement]:
-    """Emphasis and code markers removed."""
-    return [(match.start(), match.end(), "") for match in _MARKDOWN_MARKERS.finditer(text)]
-
-
-# Each decoder, after the characters one of which its encoding needs (none: always tried).
-_DECODERS: tuple[tuple[str, Callable[[str], list[_Replacement]]], ...] = (
-    ("&%", _entities),
-    ("\\", _unicode_escapes),
-    ("=", _quoted_printable),
-    ("", _hex_runs),
-    ("", _base64_runs),
-    ("*_~`", _markdown_markers),
+# Each decoder, after the characters one of which its encoding needs (none: always tried), with
+# the runs it reads.
+_DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = (
+    ("&%", _ENTITY_RUN, _decode_entities),
+    ("\\", _UNICODE_ESCAPES, _decode_unicode_escapes),
+    ("=", _QUOTED_PRINTABLE, _decode_quoted_printable),
+    ("", _HEX_RUN, _decode_hex),
+    ("", _BASE64_RUN, _decode_base64),
+    ("*_~`", _MARKDOWN_MARKERS, _drop_markers),
 )
 _MAX_VIEWS = 12  # decoded views per text, besides the text itself
 _BUDGET_BASE = 8192  # characters of decoded views any text may have, however short...
@@ -476,10 +463,10 @@ def decoded_views(text: str, normalised: str | None = None) -> Iterator[View]:
     made = 0
     while queue:
         view = queue.pop(0)
-        for markers, decoder in _DECODERS:
+        for markers, pattern, decode in _DECODERS:
             if markers and not any(marker in view.text for marker in markers):
                 continue
-            replacements = decoder(view.text)
+            replacements = _replacements(pattern, decode, view.text)
             if not replacements:
                 continue
             decoded = _replaced(view, [(s, e, normalise_for_filters(d)) for s, e, d in replacements])
