@@ -65,3 +65,32 @@ def test_with_the_default_embedder_the_block_holds_what_the_prompt_is_about(tmp_
             shown = memory.recall_hits(prompt)
             assert [h.path for h in shown] == [path], (prompt, [h.snippet for h in shown])
         assert memory.recall_hits("Write a short haiku about falling snow at night.") == []
+
+
+SESSION = """# Weekend call
+
+Date: 2025-02-15
+
+- **Priya:** Happy holidays, Tom! Did the bees survive the first cold snap?
+- **Tom:** They did, I wrapped the hive in straw before the frost.
+- **Priya:** The venue's booked, the Garfield Park Conservatory.
+- **Tom:** How's the truck? Still making that noise?
+"""
+OTHER_NOTES = {
+    "memory/home/garden.md": "- The tomatoes go in the raised bed by the fence in late May.\n",
+    "memory/work/deploys.md": "- Deploys to production happen on Tuesdays after the standup.\n",
+}
+
+
+def test_words_shared_by_chance_recall_nothing_but_a_prompt_on_the_topic_does(tmp_path: Path) -> None:
+    """A prompt whose keywords all appear in a memory (a number in a date, "how", "cold") while
+    its meaning is far from it gets no block; one about the memory's topic still gets it."""
+    write(tmp_path, "memory/dialogues/2025-02-15-call.md", SESSION)
+    for path, text in OTHER_NOTES.items():
+        write(tmp_path, path, text)
+    with Memory(load_settings(tmp_path, environ={})) as memory:
+        memory.index()
+        for prompt in ("What's 15% of 240?", "How does a refrigerator keep things cold?"):
+            assert memory.recall_hits(prompt) == [], (prompt, [h.snippet for h in memory.recall_hits(prompt)])
+        shown = memory.recall_hits("Did Tom's bees make it through the cold snap?")
+        assert any("bees survive" in h.snippet for h in shown), [h.snippet for h in shown]

@@ -24,14 +24,17 @@ FRAMING = (
 )
 
 
-def is_relevant(hit: SearchHit, similarity_floor: float | None, min_coverage: float = MIN_KEYWORD_COVERAGE) -> bool:
+def is_relevant(hit: SearchHit, similarity_floor: float | None, min_coverage: float = MIN_KEYWORD_COVERAGE,
+                topic_floor: float | None = None) -> bool:
     """Related to the prompt in absolute terms, not just the best of the candidates.
 
-    ``similarity_floor`` is the embedder's cosine threshold (None in keyword-only mode).
+    ``similarity_floor`` is the embedder's cosine threshold (None in keyword-only mode). A hit
+    whose keywords cover the prompt is relevant unless its cosine is known and below
+    ``topic_floor``: then the words it shares are common ones, or a number in a date, not the topic.
     """
-    if hit.keyword_coverage >= min_coverage:
-        return True
     similarity = hit.vector_similarity
+    if hit.keyword_coverage >= min_coverage:
+        return topic_floor is None or similarity is None or similarity >= topic_floor
     return similarity_floor is not None and similarity is not None and similarity >= similarity_floor
 
 

@@ -27,6 +27,10 @@ class Embedder(ABC):
     relevance_floor: float = 0.5
     # The stricter cosine auto-recall asks of a memory it injects unasked; None: relevance_floor.
     recall_floor: float | None = None
+    # The cosine below which a memory shares no topic with a prompt, whatever words they share
+    # (a date's digits, "how", 的): auto-recall then takes its keyword match for chance. None:
+    # this model's scale is not known, and keywords alone may recall.
+    topic_floor: float | None = None
     # The cosine at which two short memories in different languages say the same thing but for a
     # value ("The team standup is at 9:30" / 站会改到 10 点了), which the words of neither can show
     # (core/updates.py). None: this model's scale is not known, and such pairs are never read as updates.

@@ -229,6 +229,11 @@ class Engine:
             return floor
         return self.embedder.recall_floor or floor
 
+    def topic_floor(self) -> float | None:
+        """The cosine below which auto-recall takes a keyword match for chance (None: not known)."""
+        self.open()
+        return self.embedder.topic_floor if self.embedder is not None else None
+
     def refresh_snapshot(self) -> None:
         """Bring the search snapshot up to the index generation, if that changed (any process wrote).
 

@@ -66,9 +66,10 @@ class Recaller:
         # A memory the sleep cycle retired (superseded, or said again elsewhere), or that a later
         # memory among the hits updates (core/updates.py), is never recalled: the later one, when
         # among the candidates, takes its place.
+        topic_floor = None if keywords_only else self.engine.topic_floor()
         relevant = [h for h in candidates
                     if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
-                                   else r.keyword_only_coverage)]
+                                   else r.keyword_only_coverage, topic_floor)]
         stale = {h.id for h in candidates if h.replaced_by}
         candidates = [h for h in candidates if not h.replaced_by]
         current = {h.id: h for h in reversed(candidates)}  # the first hit of each memory
