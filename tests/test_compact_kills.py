@@ -222,7 +222,8 @@ def test_a_save_removes_only_the_temporaries_of_saves_no_longer_under_way(tmp_pa
         two_hours_ago = time.time() - 7200
         os.utime(unnamed_old, (two_hours_ago, two_hours_ago))  # a save takes seconds, not hours
         path = tmp_path / "snapshot.arrow"
-        save(path, pa.table({"id": ["a"]}), SavedTag("1", "{}"))
+        rows = pa.table({"id": ["a"]})
+        save(path, rows.schema, rows.to_batches(), SavedTag("1", "{}"))
         assert read_tag(path) == SavedTag("1", "{}")
         assert sorted(p.name for p in tmp_path.glob(".snapshot-*")) == sorted([running.name, unnamed_new.name])
     finally:

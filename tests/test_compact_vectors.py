@@ -18,7 +18,7 @@ import pytest
 from conftest import HashEmbedder, write
 from mcp_memory.config import Settings
 from mcp_memory.index import compact
-from mcp_memory.index.saved_snapshot import read_tag, saved_path
+from mcp_memory.index.saved_snapshot import Loaded, SavedTag, load, read_tag, save, saved_path
 from mcp_memory.index.snapshot import CELL_COLUMN, CODES_COLUMN, SearchSnapshot
 from mcp_memory.memory import Memory
 
@@ -146,6 +146,49 @@ def test_a_compact_snapshot_saved_and_loaded_answers_alike(
     loaded = SearchSnapshot.from_arrow(saved)
     assert loaded.compact
     for i in (1, 99, 4321):
+        query = near(vectors[i], rng)
+        assert top_ids(loaded, query) == top_ids(snapshot, query)
+
+
+def _saved_and_mapped(snapshot: SearchSnapshot, schema: pa.Schema, folder: Path) -> tuple[SearchSnapshot, Loaded]:
+    tag = SavedTag("generation", "fingerprint")
+    save(folder / "snapshot.arrow", *snapshot.to_batches(schema), tag)
+    loaded = load(folder / "snapshot.arrow", tag)
+    assert loaded is not None and loaded.source is not None
+    return SearchSnapshot.from_arrow(loaded.rows, loaded.source), loaded
+
+
+def test_a_compact_snapshot_with_unembedded_rows_and_edits_is_saved_and_read_back_row_for_row(
+        small_compact_size: int, rng: np.random.Generator, centres: np.ndarray, tmp_path: Path) -> None:
+    table, vectors = rows(6000, "t", rng, centres)
+    embedded = np.ones(6000, bool)
+    embedded[::10] = False  # a tenth of the chunks not embedded yet
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIMS, mask=pa.array(~embedded))
+    table = table.set_column(table.schema.get_field_index("vector"), "vector", column)
+    added, _ = rows(300, "b", rng, centres)
+    # An edit leaves blocks of other sizes: the kept rows of touched blocks, and the new rows.
+    edited = SearchSnapshot.from_arrow(table).replace_paths(["t/7.md", *(f"b/{i}.md" for i in range(30))], added)
+    loaded, _ = _saved_and_mapped(edited, table.schema, tmp_path)
+    assert loaded.compact and list(loaded.ids) == list(edited.ids)
+    assert np.array_equal(loaded.has_vector, edited.has_vector)
+    for row in range(0, len(edited), 7):
+        assert loaded.text(row) == edited.text(row)
+        before, after = edited.vector(row), loaded.vector(row)
+        assert (before is None) == (after is None)
+        assert before is None or np.array_equal(before, after)
+    for i in (1, 99, 4321):
+        query = near(vectors[i], rng)
+        assert top_ids(loaded, query) == top_ids(edited, query)
+
+
+def test_a_saved_compact_snapshot_is_searched_from_the_file_without_a_copy_of_its_codes(
+        small_compact_size: int, rng: np.random.Generator, centres: np.ndarray, tmp_path: Path) -> None:
+    table, vectors = rows(9000, "t", rng, centres)
+    snapshot = SearchSnapshot.from_arrow(table)
+    loaded, file = _saved_and_mapped(snapshot, table.schema, tmp_path)
+    assert file.source is not None and len(loaded.blocks) == len(snapshot.blocks) > 1
+    assert all(file.source.holds(block.ctypes.data) for block in loaded.blocks)
+    for i in (5, 4567, 8999):
         query = near(vectors[i], rng)
         assert top_ids(loaded, query) == top_ids(snapshot, query)
 

@@ -258,7 +258,10 @@ class Engine:
             self._generation = generation
             self.snapshot_from_saved = False
             # A compact snapshot is saved compact: the next process loads codes and cells, not float32 to code again.
-            self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema) if rows is None else rows, generation)
+            if rows is None:
+                self._save_rows(*snapshot.to_batches(self.vectors.snapshot_schema), generation)
+            else:
+                self._save_rows(rows.schema, iter(rows.to_batches()), generation)
             if self._texts_from_saved(snapshot, generation):
                 del snapshot, rows  # the last references to the texts read from LanceDB
                 saved_snapshot.release_unused_memory()
@@ -315,12 +318,12 @@ class Engine:
             return None  # the next sync rebuilds the index: nothing saved is of use
         return saved_snapshot.load(saved_snapshot.saved_path(self.settings.index_dir), tag)
 
-    def _save_rows(self, rows: pa.Table, generation: str) -> None:
+    def _save_rows(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], generation: str) -> None:
         path = saved_snapshot.saved_path(self.settings.index_dir)
         tag = self._saved_tag(generation)
         try:
             if saved_snapshot.read_tag(path) != tag:
-                saved_snapshot.save(path, rows, tag)
+                saved_snapshot.save(path, schema, batches, tag)
         except OSError as exc:  # a cache: a full disk or a read-only folder costs the next start time
             log.info("could not save the search snapshot: %s", exc)
 
@@ -338,7 +341,7 @@ class Engine:
         with self._snapshot_lock:
             generation, snapshot = self._generation, self.searcher.snapshot
         if generation is not None:
-            self._save_rows(snapshot.to_arrow(self.vectors.snapshot_schema), generation)
+            self._save_rows(*snapshot.to_batches(self.vectors.snapshot_schema), generation)
 
     def searchable_without_sync(self) -> bool:
         """Whether searches may start before the first sync: the search snapshot came from its

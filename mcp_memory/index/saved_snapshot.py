@@ -31,6 +31,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,17 +153,19 @@ def _tagged(metadata: dict[bytes, bytes], wanted: SavedTag) -> bool:
             and metadata.get(_FINGERPRINT_KEY) == wanted.fingerprint.encode())
 
 
-def save(path: Path, rows: pa.Table, tag: SavedTag) -> None:
-    """Write ``rows`` tagged ``tag`` atomically (a temporary file renamed over the old one)."""
-    metadata = {**(rows.schema.metadata or {}),
+def save(path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], tag: SavedTag) -> None:
+    """Write the rows, ``batches`` of ``schema``, tagged ``tag``, atomically (a temporary file renamed
+    over the old one). The batches are written as they come: only one is held at a time."""
+    metadata = {**(schema.metadata or {}),
                 _GENERATION_KEY: tag.generation.encode(), _FINGERPRINT_KEY: tag.fingerprint.encode()}
-    rows = rows.replace_schema_metadata(metadata)
+    schema = schema.with_metadata(metadata)
     remove_leftovers(path.parent)
     fd, temporary = tempfile.mkstemp(prefix=f"{_TEMPORARY_PREFIX}{os.getpid()}-", suffix=".tmp",
                                      dir=path.parent)  # mode 0600
     try:
-        with os.fdopen(fd, "wb") as handle, pyarrow.ipc.new_file(handle, rows.schema) as writer:
-            writer.write_table(rows)
+        with os.fdopen(fd, "wb") as handle, pyarrow.ipc.new_file(handle, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -507,45 +507,82 @@ class SearchSnapshot:
         return len(self.ids)
 
     def to_arrow(self, schema: pa.Schema) -> pa.Table:
-        """The rows again as a table of ``schema`` (the columns ``from_arrow`` reads), to be saved.
+        """The rows again as one table (``to_batches``)."""
+        saved_schema, batches = self.to_batches(schema)
+        return pa.Table.from_batches(list(batches), schema=saved_schema)
 
-        A compact snapshot saves its codes, scales and cells instead of ``schema``'s float32
-        vector column, and its centroids in the schema metadata.
+    def to_batches(self, schema: pa.Schema) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """The rows again, to be saved: the schema they are written with, and the rows in batches
+        of the columns ``from_arrow`` reads (``schema``'s), one batch per vector block.
+
+        Each batch is built when asked for, from its own rows: saving never holds a second copy of
+        the texts or the vectors (1.8 GB at a million chunks), and a batch's vectors are exactly one
+        block, which a load takes as it is. A compact snapshot saves its codes, scales and cells
+        instead of ``schema``'s float32 vector column, and its centroids in the schema metadata.
         """
-        columns: dict[str, Any] = {
-            "id": list(self.ids),
-            "path": list(self.paths),
-            "start_line": self.start_lines,
-            "end_line": self.end_lines,
-            "date": pa.array(list(self.dates), pa.date32()),
-            "text": self.texts.combine_chunks() if self.texts.num_chunks else pa.array([], pa.string()),
-        }
-        if "vector" not in schema.names:
-            return pa.Table.from_pydict(columns, schema=schema)
-        dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size
-        missing = pa.array(~self.has_vector)
-        if not self.compact:
-            flat = np.zeros((len(self.ids), dims), np.float32)
-            _scatter(flat, self.vector_rows, self.blocks)
-            columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), dims, mask=missing)
-            return pa.Table.from_pydict(columns, schema=schema)
-        assert self.cells is not None and self.centroids is not None
-        codes = np.zeros((len(self.ids), dims), np.int8)
-        _scatter(codes, self.vector_rows, self.blocks)
-        per_row_scale = np.zeros(len(self.ids), np.float32)
-        per_row_scale[self.vector_rows] = np.concatenate(self.scales)
-        per_row_cell = np.zeros(len(self.ids), np.int16)
-        per_row_cell[self.vector_rows] = self.cells
-        fields = [schema.field(name) for name in columns]
-        fields += [pa.field(CODES_COLUMN, pa.list_(pa.int8(), dims)), pa.field(SCALE_COLUMN, pa.float32()),
-                   pa.field(CELL_COLUMN, pa.int16())]
-        columns[CODES_COLUMN] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), dims, mask=missing)
-        columns[SCALE_COLUMN] = per_row_scale
-        columns[CELL_COLUMN] = per_row_cell
-        metadata: dict[bytes | str, bytes | str] = {
-            CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(self.centroids).tobytes()),
-            CENTROID_SHAPE_KEY: f"{self.centroids.shape[0]},{self.centroids.shape[1]}".encode()}
-        return pa.Table.from_pydict(columns, schema=pa.schema(fields, metadata=metadata))
+        fields = [schema.field(name) for name in ("id", "path", "start_line", "end_line", "date", "text")]
+        with_vectors = "vector" in schema.names
+        metadata: dict[bytes | str, bytes | str] | None = None
+        dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size if with_vectors else 0
+        if with_vectors and not self.compact:
+            fields.append(schema.field("vector"))
+        elif with_vectors:
+            assert self.cells is not None and self.centroids is not None
+            fields += [pa.field(CODES_COLUMN, pa.list_(pa.int8(), dims)), pa.field(SCALE_COLUMN, pa.float32()),
+                       pa.field(CELL_COLUMN, pa.int16())]
+            metadata = {CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(self.centroids).tobytes()),
+                        CENTROID_SHAPE_KEY: f"{self.centroids.shape[0]},{self.centroids.shape[1]}".encode()}
+        saved = pa.schema(fields, metadata=metadata)
+        return saved, self._batches(saved, dims if with_vectors else 0)
+
+    def _batches(self, saved: pa.Schema, dims: int) -> Iterator[pa.RecordBatch]:
+        """``to_batches``' batches: a batch ends where the next vector block's first row starts."""
+        kept = [i for i, block in enumerate(self.blocks) if len(block)] if dims else []
+        firsts = np.cumsum([len(self.blocks[i]) for i in kept])[:-1]
+        ends = [int(self.vector_rows[at]) for at in firsts] + [len(self)]
+        if not kept:  # no vectors to follow: batches of a block's rows
+            ends = [*range(BLOCK_ROWS, len(self), BLOCK_ROWS), len(self)]
+        row = vector = 0
+        for number, end in enumerate(ends):
+            index = kept[number] if kept else -1
+            arrays = [pa.array(self.ids[row:end], saved.field("id").type),
+                      pa.array(self.paths[row:end], saved.field("path").type),
+                      pa.array(self.start_lines[row:end], saved.field("start_line").type),
+                      pa.array(self.end_lines[row:end], saved.field("end_line").type),
+                      pa.array(self.dates[row:end], pa.date32()),
+                      self._text_span(row, end, saved.field("text").type)]
+            if dims:
+                has = self.has_vector[row:end]
+                count = int(has.sum())
+                block = self.blocks[index] if count else np.zeros((0, dims), np.float32)
+                if len(block) != count:
+                    raise ValueError("the snapshot's vector blocks do not follow its rows")
+                arrays.append(_vector_column(block, has, dims))
+                if self.compact:
+                    assert self.cells is not None
+                    scale = np.zeros(end - row, np.float32)
+                    scale[has] = self.scales[index] if count else ()
+                    cell = np.zeros(end - row, np.int16)
+                    cell[has] = self.cells[vector : vector + count]
+                    arrays += [pa.array(scale), pa.array(cell)]
+                vector += count
+            yield pa.RecordBatch.from_arrays(arrays, schema=saved)
+            row = end
+
+    def _text_span(self, start: int, end: int, kind: pa.DataType) -> pa.Array[Any]:
+        """The texts of rows ``start`` to ``end`` as one array: a copy of these rows' texts alone."""
+        if not self.texts.num_chunks:
+            return pa.array([], kind)
+        return self.texts.slice(start, end - start).combine_chunks().cast(kind)
+
+
+def _vector_column(block: np.ndarray, has: np.ndarray, dims: int) -> pa.FixedSizeListArray[Any, int]:
+    """A fixed-size list column of ``block``'s vectors at the rows ``has`` marks, null elsewhere."""
+    if has.all():
+        return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(block).ravel()), dims)
+    full = np.zeros((len(has), dims), block.dtype)
+    full[has] = block
+    return pa.FixedSizeListArray.from_arrays(pa.array(full.ravel()), dims, mask=pa.array(~has))
 
 
 @dataclass(frozen=True)
@@ -640,29 +677,43 @@ def _scatter(out: np.ndarray, rows: np.ndarray, blocks: Sequence[np.ndarray]) ->
 
 
 def _saved_codes(table: pa.Table) -> tuple[np.ndarray, _Vectors]:
-    """Per row whether it has a vector, and the compact vectors of a saved compact snapshot."""
+    """Per row whether it has a vector, and the compact vectors of a saved compact snapshot.
+
+    Each saved batch's codes are taken where they lie (in the mapped file, when no row of the
+    batch lacks a vector), in blocks of at most ``BLOCK_ROWS``: a load copies no codes.
+    """
     metadata = table.schema.metadata or {}
     try:
         shape = tuple(int(n) for n in metadata[CENTROID_SHAPE_KEY].split(b","))
         centroids = np.frombuffer(base64.b64decode(metadata[CENTROIDS_KEY]), np.float32).reshape(shape).copy()
     except (KeyError, ValueError) as exc:
         raise ValueError(f"the saved snapshot's centroids cannot be read: {exc}") from exc
-    # cast: the codes column is a fixed-size list of int8 (to_arrow)
-    column = cast("pa.FixedSizeListArray[Any, int]", table.column(CODES_COLUMN).combine_chunks())
+    # cast: the codes column is a fixed-size list of int8 (to_batches)
+    column = cast("pa.ChunkedArray[pa.FixedSizeListScalar[Any, int]]", table.column(CODES_COLUMN))
     dims = column.type.list_size
     if dims != shape[1]:
         raise ValueError(f"the saved snapshot's codes have {dims} dimensions, its centroids {shape[1]}")
-    has_vector = np.asarray(column.is_valid(), bool) if table.num_rows else np.zeros(0, bool)
-    codes = column.flatten().to_numpy(zero_copy_only=False).astype(np.int8, copy=False).reshape(-1, dims)
-    scales = table.column(SCALE_COLUMN).to_numpy().astype(np.float32)[has_vector]
+    scale_column = table.column(SCALE_COLUMN)
+    if [len(c) for c in column.chunks] != [len(c) for c in scale_column.chunks]:
+        raise ValueError("the saved snapshot's codes and scales are not saved alike")
+    masks, blocks, block_scales = [], [], []
+    for codes_chunk, scale_chunk in zip(column.chunks, scale_column.chunks, strict=True):
+        valid = np.asarray(codes_chunk.is_valid(), bool)
+        flat = cast("pa.FixedSizeListArray[Any, int]", codes_chunk).flatten()  # the non-null rows' codes
+        codes = flat.to_numpy(zero_copy_only=False).astype(np.int8, copy=False).reshape(-1, dims)
+        scales = scale_chunk.to_numpy(zero_copy_only=False).astype(np.float32)[valid]
+        if len(codes) != len(scales):
+            raise ValueError("the saved snapshot's codes and scales do not fit together")
+        codes.flags.writeable = scales.flags.writeable = False
+        masks.append(valid)
+        blocks += [codes[at : at + BLOCK_ROWS] for at in range(0, len(codes), BLOCK_ROWS)]
+        block_scales += [scales[at : at + BLOCK_ROWS] for at in range(0, len(scales), BLOCK_ROWS)]
+    has_vector = np.concatenate(masks) if masks else np.zeros(0, bool)
     cells = table.column(CELL_COLUMN).to_numpy().astype(np.int16)[has_vector]
-    if len(codes) != len(scales) or (len(cells) and (cells.min() < 0 or cells.max() >= shape[0])):
+    if len(cells) != int(has_vector.sum()) or (len(cells) and (cells.min() < 0 or cells.max() >= shape[0])):
         raise ValueError("the saved snapshot's codes, scales and cells do not fit together")
-    codes.flags.writeable = scales.flags.writeable = False
     centroids.flags.writeable = False
-    blocks = tuple(codes[start : start + BLOCK_ROWS] for start in range(0, len(codes), BLOCK_ROWS))
-    block_scales = tuple(scales[start : start + BLOCK_ROWS] for start in range(0, len(scales), BLOCK_ROWS))
-    return has_vector, _Vectors(blocks, block_scales, cells, centroids)
+    return has_vector, _Vectors(tuple(blocks), tuple(block_scales), cells, centroids)
 
 
 def _arrow_vectors(table: pa.Table, quantise: bool | None = None,
