@@ -150,12 +150,13 @@ def compact_workspace(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Se
 def assert_whole_after_the_kill(settings: Settings, before: dict[str, str], stale_saved_file: bool = True) -> None:
     """Searches find the oldest and newest memories; the next save leaves a whole file and no leftover."""
     newest = FIRST_FILES + NEW_FILES - 1
+    stale_tag = read_tag(saved_path(settings.index_dir))
     with Memory(settings, embedder=HashEmbedder(DIMS), line_vectors=False) as memory:
         if not stale_saved_file:  # kills at random moments: the next run indexes what they left
             memory.index()
         assert found(memory, 0, 0) and found(memory, newest, 4)  # the oldest memory and the newest
-        if stale_saved_file:  # saved before the new memories: read from the index instead
-            assert not memory.engine.snapshot_from_saved
+        if stale_saved_file:  # saved before the new memories: read from the index instead (into a new file)
+            assert read_tag(saved_path(settings.index_dir)) != stale_tag
         status = memory.status()
         assert status.chunks == FIRST_FILES + NEW_FILES and status.embedded_share == 1.0
         report = memory.doctor()

@@ -17,7 +17,8 @@ import pytest
 
 from conftest import HashEmbedder, write
 from mcp_memory.config import Settings
-from mcp_memory.index import compact
+from mcp_memory.index import compact, saved_snapshot
+from mcp_memory.index.engine import Engine
 from mcp_memory.index.saved_snapshot import Loaded, SavedTag, load, read_tag, save, saved_path
 from mcp_memory.index.snapshot import CELL_COLUMN, CODES_COLUMN, SearchSnapshot
 from mcp_memory.memory import Memory
@@ -271,6 +272,53 @@ def test_a_damaged_compact_file_costs_no_answer_and_is_repaired(compact_workspac
     with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
         assert found(memory, 199, 2)
         assert memory.engine.snapshot_from_saved
+
+
+def _answers(memory: Memory) -> list[list[tuple[str, float]]]:
+    return [[(hit.citation, hit.score) for hit in memory.search(f"crate {n * 10 + 2} item{n}x2")] for n in (3, 77, 150)]
+
+
+def test_a_large_table_is_read_into_the_saved_file_and_searched_from_it_with_the_same_answers(
+        compact_workspace: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load of compact size writes the file a batch at a time and searches from it (its texts and
+    codes stay in the file): the same cells and answers as a load into memory."""
+    facts(compact_workspace.workspace, 60, 140)
+    with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
+        memory.index()
+    path = saved_path(compact_workspace.index_dir)
+    path.unlink()
+    with monkeypatch.context() as patched:
+        patched.setattr(Engine, "_load_through_saved", lambda self, generation: False)
+        with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
+            in_memory = _answers(memory)
+            centroids = memory.engine.searcher.snapshot.centroids
+            assert not memory.engine.snapshot_from_saved  # read into memory, then saved
+    path.unlink()  # saved by that load: the next one reads the table again
+    with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
+        assert _answers(memory) == in_memory
+        snapshot = memory.engine.searcher.snapshot
+        assert snapshot.compact and snapshot.source is not None and memory.engine.snapshot_from_saved
+        assert snapshot.centroids is not None and centroids is not None
+        assert np.array_equal(snapshot.centroids, centroids)  # the same sample, in the same order
+    assert read_tag(path) is not None
+
+
+def test_a_large_table_that_cannot_be_saved_is_read_into_memory(
+        compact_workspace: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    facts(compact_workspace.workspace, 60, 140)
+    with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
+        memory.index()
+    saved_path(compact_workspace.index_dir).unlink()
+
+    def disk_full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(saved_snapshot, "save", disk_full)
+    with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
+        assert found(memory, 150, 4) and found(memory, 3, 0)
+        assert memory.engine.searcher.snapshot.compact and not memory.engine.snapshot_from_saved
+    assert not saved_path(compact_workspace.index_dir).exists()
+    assert not list(compact_workspace.index_dir.glob(".snapshot-*.tmp"))
 
 
 @pytest.mark.parametrize("rebuild_min", [4, 1_000_000])

@@ -37,6 +37,13 @@ def cell_count(vectors: int) -> int:
     return max(16, min(2048, round(math.sqrt(vectors))))
 
 
+def sample_positions(vectors: int) -> np.ndarray:
+    """Which of ``vectors`` vectors (their places, sorted) the centroids are learned from: 40 a cell,
+    drawn the same for the same count."""
+    rng = np.random.default_rng(vectors)
+    return np.sort(rng.choice(vectors, min(vectors, cell_count(vectors) * 40), replace=False))
+
+
 def quantised(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row int8 codes and the float32 scale that multiplies them back (largest magnitude = 127)."""
     peak = np.abs(values).max(axis=1) if len(values) else np.zeros(0, np.float32)

@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
@@ -30,7 +31,7 @@ from mcp_memory.embedding import Embedder, EmbeddingError, create_embedder
 from mcp_memory.embedding.cache import EmbeddingCache
 from mcp_memory.embedding.shared import SharedVectors, shared_vectors
 from mcp_memory.errors import MemoryInputError, PathError, SearchError
-from mcp_memory.index import saved_snapshot
+from mcp_memory.index import compact, large_load, saved_snapshot
 from mcp_memory.index.hybrid import HybridSearcher, Ranking
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.memory_vectors import MemoryVectors
@@ -253,6 +254,8 @@ class Engine:
                     log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
             if self._generation is None and self._adopt_saved(generation):
                 return
+            if self.recovering(lambda: self._load_through_saved(generation)):
+                return
             snapshot, rows = self.recovering(self._newest_snapshot)
             self.searcher.set_snapshot(snapshot)
             self._generation = generation
@@ -295,6 +298,31 @@ class Engine:
         counts = (len(snapshot), len(snapshot) - len(snapshot.vector_rows))
         self.vectors.counts_hint = lambda: counts if self.state.generation == generation else None
         return True
+
+    def _load_through_saved(self, generation: str) -> bool:
+        """At the compact size, read the table into the saved file a batch at a time and search from
+        that file (``large_load.py``); whether it did. Below the size, where a file in use cannot be
+        renamed over (Windows), or when the file cannot be written, the table is read into memory."""
+        tag = self._saved_tag(generation)
+        if os.name != "posix" or not self.vectors.dimensions or self.state.get("fingerprint") != tag.fingerprint:
+            return False
+        self.refresh_handles()
+        vectors = self.vectors.count() - self.vectors.count_missing_vectors()
+        if vectors < compact.COMPACT_FROM:
+            return False
+        path = saved_snapshot.saved_path(self.settings.index_dir)
+        if saved_snapshot.read_tag(path) != tag:
+            centroids = large_load.centroids_of(self.vectors.vector_sample(compact.sample_positions(vectors)), vectors)
+            schema = self.vectors.snapshot_schema
+            try:
+                saved_snapshot.save(path, *large_load.saved_batches(schema, self.vectors.snapshot_row_batches()[1],
+                                                                    centroids), tag)
+            except OSError as exc:  # a full disk, a read-only folder: the table is read into memory
+                log.info("could not save the search snapshot (%s): reading the index into memory", exc)
+                return False
+            finally:
+                saved_snapshot.release_unused_memory()  # what the batches held
+        return self._adopt_saved(generation)
 
     def _texts_from_saved(self, snapshot: SearchSnapshot, generation: str) -> bool:
         """After a load from LanceDB, search on with the texts of the file just saved, mapped

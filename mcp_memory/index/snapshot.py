@@ -520,20 +520,10 @@ class SearchSnapshot:
         block, which a load takes as it is. A compact snapshot saves its codes, scales and cells
         instead of ``schema``'s float32 vector column, and its centroids in the schema metadata.
         """
-        fields = [schema.field(name) for name in ("id", "path", "start_line", "end_line", "date", "text")]
         with_vectors = "vector" in schema.names
-        metadata: dict[bytes | str, bytes | str] | None = None
         dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size if with_vectors else 0
-        if with_vectors and not self.compact:
-            fields.append(schema.field("vector"))
-        elif with_vectors:
-            assert self.cells is not None and self.centroids is not None
-            fields += [pa.field(CODES_COLUMN, pa.list_(pa.int8(), dims)), pa.field(SCALE_COLUMN, pa.float32()),
-                       pa.field(CELL_COLUMN, pa.int16())]
-            metadata = {CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(self.centroids).tobytes()),
-                        CENTROID_SHAPE_KEY: f"{self.centroids.shape[0]},{self.centroids.shape[1]}".encode()}
-        saved = pa.schema(fields, metadata=metadata)
-        return saved, self._batches(saved, dims if with_vectors else 0)
+        saved = saved_schema(schema, self.centroids if self.compact else None)
+        return saved, self._batches(saved, dims)
 
     def _batches(self, saved: pa.Schema, dims: int) -> Iterator[pa.RecordBatch]:
         """``to_batches``' batches: a batch ends where the next vector block's first row starts."""
@@ -557,7 +547,7 @@ class SearchSnapshot:
                 block = self.blocks[index] if count else np.zeros((0, dims), np.float32)
                 if len(block) != count:
                     raise ValueError("the snapshot's vector blocks do not follow its rows")
-                arrays.append(_vector_column(block, has, dims))
+                arrays.append(vector_column(block, has, dims))
                 if self.compact:
                     assert self.cells is not None
                     scale = np.zeros(end - row, np.float32)
@@ -576,7 +566,24 @@ class SearchSnapshot:
         return self.texts.slice(start, end - start).combine_chunks().cast(kind)
 
 
-def _vector_column(block: np.ndarray, has: np.ndarray, dims: int) -> pa.FixedSizeListArray[Any, int]:
+def saved_schema(schema: pa.Schema, centroids: np.ndarray | None) -> pa.Schema:
+    """The schema a snapshot of a table of ``schema`` is saved with: with ``centroids`` (compact),
+    codes, scales and cells instead of the float32 vector column, and the centroids in its metadata."""
+    fields = [schema.field(name) for name in ("id", "path", "start_line", "end_line", "date", "text")]
+    if "vector" not in schema.names:
+        return pa.schema(fields)
+    if centroids is None:
+        return pa.schema([*fields, schema.field("vector")])
+    dims = cast("pa.FixedSizeListType[Any, int]", schema.field("vector").type).list_size
+    fields += [pa.field(CODES_COLUMN, pa.list_(pa.int8(), dims)), pa.field(SCALE_COLUMN, pa.float32()),
+               pa.field(CELL_COLUMN, pa.int16())]
+    metadata: dict[bytes | str, bytes | str] = {
+        CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(centroids).tobytes()),
+        CENTROID_SHAPE_KEY: f"{centroids.shape[0]},{centroids.shape[1]}".encode()}
+    return pa.schema(fields, metadata=metadata)
+
+
+def vector_column(block: np.ndarray, has: np.ndarray, dims: int) -> pa.FixedSizeListArray[Any, int]:
     """A fixed-size list column of ``block``'s vectors at the rows ``has`` marks, null elsewhere."""
     if has.all():
         return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(block).ravel()), dims)
@@ -629,8 +636,7 @@ def _with_cells(vectors: _Vectors) -> _Vectors:
     """``vectors`` (coded) with centroids learned from a sample of them and each vector's cell."""
     count = sum(len(block) for block in vectors.blocks)
     cells = compact.cell_count(count)
-    rng = np.random.default_rng(count)
-    picked = np.sort(rng.choice(count, min(count, cells * 40), replace=False))
+    picked = compact.sample_positions(count)
     starts = np.cumsum([0, *(len(block) for block in vectors.blocks)])
     which = np.searchsorted(starts, picked, side="right") - 1
     parts = []

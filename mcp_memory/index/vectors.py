@@ -258,6 +258,27 @@ class VectorStore:
 
         return self._reading(read)
 
+    def vector_sample(self, places: np.ndarray) -> np.ndarray:
+        """The float32 vectors at ``places`` (sorted) among the rows that have one, in the order
+        ``snapshot_row_batches`` gives them: a scan of the vector column alone, a batch at a time."""
+        dims = self.dimensions
+
+        def read() -> np.ndarray:
+            out = np.empty((len(places), dims), np.float32)
+            total = int(self._table.count_rows())
+            if total == 0 or not len(places):
+                return out[:0]
+            seen = taken = 0
+            for batch in self._table.search().select(["vector"]).limit(total).to_batches(SNAPSHOT_BATCH_ROWS):
+                column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
+                values = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dims)  # the non-null rows
+                end = int(np.searchsorted(places, seen + len(values)))
+                out[taken:end] = values[places[taken:end] - seen]
+                taken, seen = end, seen + len(values)
+            return out[:taken]
+
+        return self._reading(read)
+
     def snapshot_rows_of(self, paths: Collection[str]) -> pa.Table:
         """The rows of ``paths`` (all read at this handle's version), with the snapshot columns."""
         columns = self.snapshot_columns
