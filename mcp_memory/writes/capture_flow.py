@@ -143,9 +143,11 @@ class CaptureFlow:
             if key and not self._ledger().claim(key):
                 return CaptureResult([], skipped, name, f"skipped: idempotency key {key!r} was captured already")
             try:
-                fresh = self._not_in_memory(unique, skipped, include_private, scope)
+                new = self._not_in_memory(unique, skipped, include_private, scope)
+                fresh = self._completing_no_secret(rel, new, skipped)
                 if not fresh:
-                    return CaptureResult([], skipped, name, "every fact found is already in memory")
+                    return CaptureResult([], skipped, name, "every fact found is already in memory" if not new
+                                         else "no fact written: each completes a secret with the memories before it")
                 heading = f"## {now.strftime('%H:%M')} captured" + (f" (session {_session_label(session_key)})"
                                                                     if session_key else "")
                 lines = [heading, "", *(f"- [{f.category}] {f.text}" for f in fresh)]
@@ -162,6 +164,15 @@ class CaptureFlow:
         first = start + len(prefix) + 2
         captured = [MemoryLine(rel, first + i, line) for i, line in enumerate(lines[2:])]
         return CaptureResult(captured, skipped, name, f"captured {len(captured)} memories into {rel}")
+
+    def _completing_no_secret(self, rel: str, facts: list[Fact], skipped: list[Skipped]) -> list[Fact]:
+        """The facts that complete no secret with the memories before them in ``rel`` (the file's
+        last ones, then the facts before them here): ``safety/split_secrets.py``."""
+        kinds = self.editor.split_secrets([(rel, fact.text) for fact in facts])
+        for fact, kind in zip(facts, kinds, strict=True):
+            if kind is not None:
+                skipped.append(Skipped(preview(fact.text), f"completes a secret ({kind}) with the memories before it"))
+        return [fact for fact, kind in zip(facts, kinds, strict=True) if kind is None]
 
     def _not_in_memory(self, facts: list[Fact], skipped: list[Skipped], include_private: bool,
                        scope: str | None = None) -> list[Fact]:

@@ -26,6 +26,8 @@ from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.safety import clean_memory_text
 from mcp_memory.safety.lines import checked_line
+from mcp_memory.safety.split_secrets import RECENT as SPLIT_SECRET_MEMORIES
+from mcp_memory.safety.split_secrets import completes_secret
 
 MAX_MEMORY_CHARS = 4000
 EDIT_EMBED_WAIT = 15.0  # at most this long store/capture wait for their new rows' vectors
@@ -132,14 +134,17 @@ class Editor:
         """Write a batch of store requests; each gets its result or the error that stopped it."""
         try:
             with self.engine.workspace.locked():  # no other process writes between the check and the append
-                written = self._fresh_requests(batch)
+                written = self._completing_no_secret(self._fresh_requests(batch))
                 self._append_grouped(written)
                 for r in written:
                     r.result = StoreResult(True, MemoryLine(r.path, r.written_at, r.line))
                 for r in batch:
                     if r.result is None and r.duplicate_of is not None:  # repeats a line written just now
                         first = r.duplicate_of
-                        r.result = StoreResult(False, MemoryLine(first.path, first.written_at, first.line))
+                        if first.error is not None:  # ... or refused just now
+                            r.error = first.error
+                        else:
+                            r.result = StoreResult(False, MemoryLine(first.path, first.written_at, first.line))
         except BaseException as exc:
             for r in batch:
                 if r.result is None:
@@ -164,6 +169,40 @@ class Editor:
             if request.duplicate_of is None:
                 written.append(request)
         return written
+
+    def _completing_no_secret(self, requests: list[_StoreRequest]) -> list[_StoreRequest]:
+        """The requests whose text completes no secret with the memories written before it in its
+        file (``safety/split_secrets.py``); each other one gets its error."""
+        kinds = self.split_secrets([(r.path, r.text) for r in requests])
+        for request, kind in zip(requests, kinds, strict=True):
+            if kind is not None:
+                request.error = MemoryInputError(
+                    f"not stored: with the memories written just before it, the text completes a secret ({kind}); "
+                    "secrets are never written to memory")
+        return [r for r, kind in zip(requests, kinds, strict=True) if kind is None]
+
+    def split_secrets(self, writes: list[tuple[str, str]]) -> list[str | None]:
+        """For each (file, text) to be appended in this order, the kind of secret the text completes
+        with the memories before it in that file (the file's last ones, then the texts before it
+        here), or None. The caller holds the workspace lock, so the file's end is the one appended to."""
+        earlier: dict[str, list[str]] = {}
+        kinds: list[str | None] = []
+        for path, text in writes:
+            before = earlier.setdefault(path, self._last_memories(path))
+            kind = completes_secret(before, text)
+            kinds.append(kind)
+            if kind is None:
+                before.append(text)
+        return kinds
+
+    def _last_memories(self, path: str) -> list[str]:
+        """The last memory lines of ``path`` (not headings, not blank), oldest first; [] for a new file."""
+        try:
+            text = (self.engine.workspace.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        lines = [line.strip() for line in text.splitlines()[-4 * SPLIT_SECRET_MEMORIES :]]
+        return [line for line in lines if line and not line.startswith("#")][-SPLIT_SECRET_MEMORIES:]
 
     def _append_grouped(self, written: list[_StoreRequest]) -> None:
         """One append per file for the requests to write, then one sync and the new vectors."""
