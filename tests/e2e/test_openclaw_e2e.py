@@ -187,6 +187,7 @@ def test_compaction_writes_the_rescue_once(sessions: Sessions, gateway: Gateway,
 def test_a_reset_writes_one_episode_with_the_sessions_tools(sessions: Sessions, gateway: Gateway,
                                                             claw_world: World):
     session = session_id(sessions.get(FIRST, UNRELATED_PROMPT))
+    sessions.get(FIRST, SEARCH_PROMPT)  # the session's memory_search (done once, whichever test asks first)
     sessions.get(FIRST, WRITE_PROMPT)
     done = gateway.cli("gateway", "call", "sessions.reset", "--params", json.dumps({"key": FIRST}))
     assert done.returncode == 0, done.stdout + done.stderr
