@@ -34,7 +34,7 @@ import heapq
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
@@ -56,6 +56,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.later_memories import later_neighbours
 from mcp_memory.index.memory_vectors import MemoryVectors
 from mcp_memory.index.snapshot import SearchSnapshot
+from mcp_memory.index.visible_keywords import VisibleKeywords, excluded_rows, visible_in_index, visible_keywords
 
 if TYPE_CHECKING:
     from mcp_memory.core.memory_lookup import MemoryLookup
@@ -91,6 +92,9 @@ class Ranking:
     _query_terms: frozenset[str] | None = None
     reserve: list[tuple[int, float]] = field(default_factory=list)  # the rows that would come next (``rank(reserve=)``)
     allowed: np.ndarray | None = None  # per row: whether the request may see it (None: every row)
+    # The keyword statistics of the files the caller may see, when it may not see them all
+    # (``visible_keywords.py``); None: the whole index's.
+    keyword_stats: VisibleKeywords | None = None
 
     def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         if self._query_terms is None:
@@ -103,8 +107,12 @@ class HybridSearcher:
 
     def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings,
                  naming: MemoryLookup | None = None, utility: UtilityStore | None = None,
-                 memory_vectors: MemoryVectors | None = None):
+                 memory_vectors: MemoryVectors | None = None,
+                 index_paths: Callable[[], Iterable[str]] | None = None):
         self.keywords = keywords
+        # Given when the snapshot holds a few rows of the index only (keyword-only recall): the
+        # paths of every indexed file, from which what a restricted caller may see is read.
+        self.index_paths = index_paths
         self.analyzer = TermAnalyzer()
         self.embedder = embedder
         self.settings = settings
@@ -116,6 +124,9 @@ class HybridSearcher:
         self._lock = threading.Lock()
         # Which rows carry the sleep cycle's retired mark, for the snapshot named (read per row once).
         self._retired_rows: tuple[weakref.ref[SearchSnapshot], dict[int, bool]] = (weakref.ref(self.snapshot), {})
+        # The keyword statistics each kind of restricted caller sees, for the snapshot named.
+        self._visible: tuple[weakref.ref[SearchSnapshot], dict[tuple[object, object], VisibleKeywords | None]] = (
+            weakref.ref(self.snapshot), {})
 
     def set_snapshot(self, snapshot: SearchSnapshot) -> None:
         self.snapshot = snapshot
@@ -174,9 +185,10 @@ class HybridSearcher:
         pool = k * s.candidate_multiplier
         if filtered:
             pool = max(pool * 10, 200)
+        stats = self._visible_keywords(snap, hidden, request.scopes)
 
         text_scores, text_confidence = self._keyword_candidates(
-            snap, query, pool, allowed, path_prefix, after, before
+            snap, query, pool, allowed, path_prefix, after, before, stats
         )
         vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
         fused = self._fuse(snap, text_scores, text_confidence, vector_scores)
@@ -201,8 +213,39 @@ class HybridSearcher:
             # What would follow, by relevance: only read for memories that update one of the hits.
             return Ranking(snap, query, picked, vector_scores,
                            reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen],
-                           allowed=allowed)
-        return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)], allowed=allowed)
+                           allowed=allowed, keyword_stats=stats)
+        return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)], allowed=allowed,
+                       keyword_stats=stats)
+
+    def idf(self, ranking: Ranking, terms: Iterable[str]) -> dict[str, float]:
+        """BM25's IDF of each analysed term as the caller of ``ranking`` may see it."""
+        if ranking.keyword_stats is not None:
+            return ranking.keyword_stats.idf(terms)
+        return self.keywords.idf(terms)
+
+    def _visible_keywords(self, snap: SearchSnapshot, hidden: PrivacyRules | None,
+                          scopes: ScopeFilter | None) -> VisibleKeywords | None:
+        """The keyword statistics of what a caller hidden ``hidden`` files, or confined to ``scopes``,
+        may see; None when it may see every row (once per snapshot and kind of caller)."""
+        hidden = hidden if hidden is not None and hidden.patterns else None
+        confined = scopes if scopes is not None and scopes.confined else None
+        if hidden is None and confined is None:
+            return None
+        seen, cache = self._visible
+        if seen() is not snap:
+            cache = {}
+            self._visible = (weakref.ref(snap), cache)
+        key = (hidden, confined)
+        if key not in cache and self.index_paths is not None:
+            def unseen_file(path: str) -> bool:
+                return ((hidden is not None and hidden.is_private(path))
+                        or (confined is not None and not confined.covers(path)))
+            cache[key] = visible_in_index(self.keywords, self.index_paths(), unseen_file)
+        if key not in cache:
+            unseen = excluded_rows(snap.hidden_mask(hidden) if hidden is not None else None,
+                                   snap.scope_mask(confined) if confined is not None else None)
+            cache[key] = visible_keywords(self.keywords, snap, unseen) if unseen is not None else None
+        return cache[key]
 
     def diversify(self, snap: SearchSnapshot, ranked: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
         """``ranked`` reordered by MMR as ``rank`` does (unchanged when MMR is off), at most ``k`` rows."""
@@ -304,12 +347,16 @@ class HybridSearcher:
 
     # ----- candidates ----------------------------------------------------------------------
     def _keyword_candidates(self, snap: SearchSnapshot, query: str, pool: int, allowed: np.ndarray | None,
-                            path_prefix: str | None, after: dt.date | None,
-                            before: dt.date | None) -> tuple[dict[int, float], float]:
-        """Keyword scores by row, and how much of the query's IDF weight the best match covers (0..1)."""
+                            path_prefix: str | None, after: dt.date | None, before: dt.date | None,
+                            stats: VisibleKeywords | None = None) -> tuple[dict[int, float], float]:
+        """Keyword scores by row, and how much of the query's IDF weight the best match covers (0..1).
+        With ``stats`` (a caller who may not see every file), Tantivy picks the candidates among the
+        files the caller may see, and each word weighs what it weighs among those files."""
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
-        result = self.keywords.search(query, pool, prefix, after, before)
+        excluded = stats.excluded if stats is not None else ()
+        result = self.keywords.search(query, pool * 2 if stats is not None else pool, prefix, after, before,
+                                      excluded, stats.idf if stats is not None else None)
         for hit in result.hits:
             row = snap.row_of.get(hit.id)
             if row is not None and (allowed is None or allowed[row]):

@@ -20,7 +20,7 @@ import logging
 import math
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,10 +144,15 @@ class KeywordIndex:
         path_prefix: str | None = None,
         after: dt.date | None = None,
         before: dt.date | None = None,
+        excluded_paths: Collection[str] = (),
+        idf: Callable[[list[str]], dict[str, float]] | None = None,
     ) -> KeywordResult:
-        """BM25 top ``limit`` chunks for any user text (never raises on the text itself).
+        """BM25 top ``limit`` chunks for any user text (never raises on the text itself), none of
+        the files ``excluded_paths`` names.
 
-        Filters are part of the query, so a match ranked low overall is still found.
+        Filters are part of the query, so a match ranked low overall is still found. ``idf``: each
+        query term's weight to score by instead of the whole index's IDF (what a restricted caller
+        may see, ``visible_keywords.py``); the hits' term frequencies stay Tantivy's.
         """
         terms = self._terms.query_terms(text)
         if not terms or limit <= 0:
@@ -167,13 +172,41 @@ class KeywordIndex:
                 self._schema, "day", tantivy.FieldType.Integer,
                 after.toordinal() if after else None, before.toordinal() if before else None,
             )))
+        must += _excluding(self._schema, excluded_paths)
         if len(must) > 1:
             query = tantivy.Query.boolean_query(must)
         searcher = self._index.searcher()
         hits = searcher.search(query, limit).hits
-        weight = sum(_idf(searcher, term) for term in terms)
-        docs = [(searcher.doc(address), score) for score, address in hits]
-        return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score in docs], weight)
+        docs = [(searcher.doc(address), score, address) for score, address in hits]
+        if idf is None:
+            weight = sum(_idf(searcher, term) for term in terms)
+            return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score, _ in docs], weight)
+        weights = idf(terms)
+        found = {(address.segment_ord, address.doc): d["id"][0] for d, _, address in docs}
+        scores = _reweighed(self._schema, searcher, terms, weights, found)
+        return KeywordResult([KeywordHit(d["id"][0], scores.get(d["id"][0], 0.0), d["path"][0]) for d, _, _ in docs
+                              if scores.get(d["id"][0], 0.0) > 0], sum(weights.values()))
+
+    def holding(self, terms: Iterable[str], excluded_paths: Collection[str]) -> dict[str, int]:
+        """How many documents hold each analysed term, outside the files ``excluded_paths`` names."""
+        searcher = self._index.searcher()
+        unseen = _excluding(self._schema, excluded_paths)
+        counts = {}
+        for term in terms:
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "text", term)), *unseen])
+            found = searcher.search(query, 1, count=True)
+            counts[term] = int(getattr(found, "count", 0) or 0)  # the stubs omit the count
+        return counts
+
+    def documents_in(self, paths: Collection[str]) -> int:
+        """How many documents the files ``paths`` names hold."""
+        if not paths:
+            return 0
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", path)) for path in paths])
+        found = self._index.searcher().search(query, 1, count=True)
+        return int(getattr(found, "count", 0) or 0)
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """BM25's inverse document frequency of each analysed term: how telling it is in this memory."""
@@ -209,6 +242,32 @@ class _KeywordWriter:
     def add_many(self, rows: Iterable[tuple[str, str, str, dt.date | None]]) -> None:
         for chunk_id, path, index_text, date in rows:
             self.add(chunk_id, path, index_text, date)
+
+
+def _reweighed(schema: tantivy.Schema, searcher: tantivy.Searcher, terms: list[str], weights: dict[str, float],
+               found: dict[tuple[int, int], str]) -> dict[str, float]:
+    """BM25 of the ``found`` documents (address -> id) with each term weighed by ``weights`` instead
+    of its IDF: each term's own score in each document, divided by the IDF Tantivy gave it."""
+    if not found:
+        return {}
+    among = tantivy.Query.const_score_query(tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "id", chunk)) for chunk in found.values()]), 0.0)
+    scores: dict[str, float] = {}
+    for term in terms:
+        weight, whole = weights.get(term, 0.0), _idf(searcher, term)
+        if weight <= 0 or whole <= 0:
+            continue
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.term_query(schema, "text", term)),
+                                             (tantivy.Occur.Must, among)])
+        for score, address in searcher.search(query, len(found), count=False).hits:
+            chunk = found.get((address.segment_ord, address.doc))
+            if chunk is not None:
+                scores[chunk] = scores.get(chunk, 0.0) + float(score) / whole * weight
+    return scores
+
+
+def _excluding(schema: tantivy.Schema, paths: Collection[str]) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+    return [(tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "path", path)) for path in paths]
 
 
 def _idf(searcher: tantivy.Searcher, term: str) -> float:

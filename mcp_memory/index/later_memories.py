@@ -122,7 +122,8 @@ def _keyword_neighbours(searcher: HybridSearcher, ranking: Ranking, text: str) -
     """The rows the statement's own words find first in the keyword index."""
     snap = ranking.snapshot
     rows = []
-    for hit in searcher.keywords.search(text, updates.NEAR_PER_STATEMENT + 1).hits:
+    excluded = ranking.keyword_stats.excluded if ranking.keyword_stats is not None else ()
+    for hit in searcher.keywords.search(text, updates.NEAR_PER_STATEMENT + 1, excluded_paths=excluded).hits:
         row = snap.row_of.get(hit.id)
         if row is not None and _allowed(ranking, row):
             rows.append(row)

@@ -87,7 +87,7 @@ class DeepSearch:
         query_terms = set(first.query_terms(self._analyzer))
         # The best lines are those of what is asked now (a long query's focus; a short query's own words).
         asked = set(self._analyzer.query_terms(focus(first.query))) if is_long(first.query) else query_terms
-        weights = self.engine.keywords.idf(asked) if asked else {}
+        weights = self.engine.searcher.idf(first, asked) if asked else {}
         total = sum(weights.values())
         local = self._local()
         counts: Counter[str] = Counter()
@@ -106,7 +106,7 @@ class DeepSearch:
                     surface.setdefault(term, token)
         if not counts:
             return []
-        rarity = self.engine.keywords.idf(counts)
+        rarity = self.engine.searcher.idf(first, counts)
 
         def weight(term: str) -> float:
             word = surface[term]

@@ -27,7 +27,7 @@ from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import Ranking
 from mcp_memory.search.query_focus import focus, is_long
 from mcp_memory.search.rerank.base import RerankCandidate, Reranker, RerankError
-from mcp_memory.search.rerank.local import WORDS_FOUND_HIGH, WORDS_FOUND_LOW
+from mcp_memory.search.rerank.local import WORDS_FOUND_HIGH, WORDS_FOUND_LOW, LocalReranker
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class PrecisionSearch:
         faint vector match up to 1, and the ratio of the focus's best cosine to the whole query's
         was no better on the conversational sets (``bench/conversational.py``, docs/benchmarks.md)."""
         terms = self._analyzer.query_terms(focus.query)
-        weights = self.engine.keywords.idf([*terms, _UNSEEN]) if terms else {}
+        weights = self.engine.searcher.idf(focus, [*terms, _UNSEEN]) if terms else {}
         unseen = weights.pop(_UNSEEN, 0.0)
         weights = {t: w for t, w in weights.items() if w < unseen - 1e-9}
         total = sum(weights.values())
@@ -127,7 +127,7 @@ class PrecisionSearch:
         ranking, candidates = self.candidates(request)
         if not candidates:
             return Reranked(ranking, [], [], None)
-        chosen = reranker or self._configured()
+        chosen = _seeing(reranker or self._configured(), ranking)
         warnings: list[str] = []
         try:
             scores = chosen.rerank(ranking.query, candidates)
@@ -139,7 +139,7 @@ class PrecisionSearch:
             warning = f"the {chosen.name} reranker failed ({exc}); the local reranker ordered these hits"
             log.warning(warning)
             warnings.append(warning)
-            chosen = self._local()
+            chosen = _seeing(self._local(), ranking)
             scores = chosen.rerank(ranking.query, candidates)
         scores = self._weigh(ranking, scores)
         threshold = self.settings.search.min_score if request.min_score is None else float(request.min_score)
@@ -184,3 +184,10 @@ def result_count(request: SearchRequest, settings: Settings, name: str = "top_k"
     if not 1 <= k <= MAX_RESULTS:
         raise SearchError(f"{name} must be between 1 and {MAX_RESULTS}, got {k}")
     return k
+
+
+def _seeing(reranker: Reranker, ranking: Ranking) -> Reranker:
+    """``reranker``, weighing words as the caller of ``ranking`` may see them (``index/visible_keywords.py``)."""
+    if ranking.keyword_stats is not None and isinstance(reranker, LocalReranker):
+        return reranker.weighing_by(ranking.keyword_stats.idf)
+    return reranker

@@ -29,6 +29,7 @@ from mcp_memory.index.hybrid import HybridSearcher
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.snapshot import SearchSnapshot
+from mcp_memory.index.state import IndexState
 from mcp_memory.search.recall_focus import focus
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
@@ -164,6 +165,14 @@ class Recaller:
         found = self.engine.naming.unit_at(path, line)
         return found.id if found else ""
 
+    def _indexed_paths(self) -> list[str]:
+        """Every indexed file's path, from the state database (the engine may not be open: a hook)."""
+        state = IndexState(self.engine.settings.index_dir / "state.sqlite")
+        try:
+            return list(state.files())
+        finally:
+            state.close()
+
     def _keyword_hits(self, prompt: str, max_results: int, min_score: float,
                       scopes: ScopeFilter | None = None, include_private: bool = True) -> list[SearchHit]:
         """Keyword search whose hits are re-chunked from the files as they are now.
@@ -177,7 +186,15 @@ class Recaller:
         if not folder.is_dir():
             return []
         keywords = KeywordIndex(folder)
-        found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None)
+        # A caller who may not see every file gets candidates among those it may see only
+        # (index/visible_keywords.py): the others' words must not decide which come in.
+        confined = scopes if scopes is not None and scopes.confined else None
+        unseen: list[str] = []
+        if not include_private or confined is not None:
+            unseen = [path for path in self._indexed_paths()
+                      if (not include_private and self.engine.privacy.is_private(path))
+                      or (confined is not None and not confined.covers(path))]
+        found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None, unseen)
         wanted: dict[str, set[str]] = {}
         for hit in found.hits:
             if scopes is None or scopes.covers(hit.path):
@@ -192,7 +209,8 @@ class Recaller:
                 continue
             pieces = chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap)
             chunks.extend(ch for ch in pieces if ch.id in ids)
-        searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility)
+        searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility,
+                                  index_paths=self._indexed_paths)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
         # Private files are left out of the ranking itself, not only of its result: a private
         # memory must not update (and so hide) a shared one that a shared caller is shown.

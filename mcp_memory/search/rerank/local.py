@@ -26,6 +26,7 @@ Weights are round numbers, not fitted.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -62,6 +63,12 @@ class LocalReranker:
         self._analyzer = analyzer or TermAnalyzer()
         self._line_vectors = lines
         self._lines: OrderedDict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = OrderedDict()
+
+    def weighing_by(self, idf: IdfLookup) -> LocalReranker:
+        """This reranker with another word weighting (the statistics a restricted caller may see)."""
+        twin = copy.copy(self)
+        twin._idf = idf
+        return twin
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
         if not candidates:
