@@ -433,6 +433,7 @@ def _cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         read_only_tokens=args.read_only_token, shared_tokens=args.shared_token, shared=args.shared,
         max_request_bytes=args.max_request_bytes, allowed_hosts=args.allowed_host,
         allowed_origins=args.allowed_origin, bridge=not args.no_bridge, scoped_tokens=args.scoped_token, scope=scope,
+        token_file=args.token_file,
     )
     try:
         serve(settings, options)
@@ -649,6 +650,10 @@ def _add_serve_command(sub: _Commands, common: argparse.ArgumentParser) -> None:
                    help="a shared token limited to scope NAME: it sees that scope and the global memory, never "
                         "another scope, and writes into NAME only (repeatable; default $MCP_MEMORY_SCOPED_TOKEN, "
                         "comma-separated)")
+    p.add_argument("--token-file", default=None, metavar="PATH",
+                   help="a file of tokens, one a line: KIND TOKEN (full, read-only, shared, scoped:NAME) or a token "
+                        "alone (full); kept out of the process list and the environment (default "
+                        "$MCP_MEMORY_TOKEN_FILE); it should be readable by its owner only")
     p.add_argument("--shared", action="store_true",
                    help="every caller of this server is shared: the private files are never served")
     p.add_argument("--max-request-bytes", type=int, default=1024 * 1024,

@@ -9,13 +9,68 @@ header can carry).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 MIN_TOKEN_CHARS = 16  # shorter tokens are accepted with a warning: they can be guessed
 
 
 class TokenError(ValueError):
     """A token given on the command line that cannot be used."""
+
+
+TOKEN_KINDS = ("full", "read-only", "shared")  # and scoped:NAME
+
+
+@dataclass
+class TokenFile:
+    """The tokens of a token file, by kind, and whether other users may read the file."""
+
+    full: list[str] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)
+    shared: list[str] = field(default_factory=list)
+    scoped: list[tuple[str, str]] = field(default_factory=list)  # (scope name, token)
+    open_to_others: bool = False
+
+
+def read_token_file(path: str | os.PathLike[str]) -> TokenFile:
+    """The tokens of the file at ``path``: one a line, ``KIND TOKEN`` (KIND ``full``, ``read-only``,
+    ``shared`` or ``scoped:NAME``) or a token alone (full access); blank lines and ``#`` comments are
+    skipped. A file nobody but its owner can read keeps tokens out of the process list and the
+    environment (a container's or a service manager's secret). ``TokenError`` says what is wrong,
+    by line number, never repeating a token."""
+    where = Path(path)
+    try:
+        text = where.read_text(encoding="utf-8")
+        mode = where.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenError(f"cannot read the token file {where}: {exc}") from None
+    found = TokenFile(open_to_others=bool(mode & (stat.S_IRWXG | stat.S_IRWXO)))
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) > 2:
+            raise TokenError(f"{where}, line {number}: write KIND TOKEN, or a token alone")
+        kind, token = ("full", parts[0]) if len(parts) == 1 else (parts[0].lower(), parts[1])
+        _check(token, f"{where}, line {number}")
+        if kind == "full":
+            found.full.append(token)
+        elif kind == "read-only":
+            found.read_only.append(token)
+        elif kind == "shared":
+            found.shared.append(token)
+        elif kind.startswith("scoped:") and kind[len("scoped:"):]:
+            found.scoped.append((parts[0][len("scoped:"):], token))
+        else:
+            raise TokenError(f"{where}, line {number}: the kind must be full, read-only, shared or scoped:NAME")
+    if not (found.full or found.read_only or found.shared or found.scoped):
+        raise TokenError(f"the token file {where} holds no token")
+    return found
 
 
 def tokens_from_flags(values: Iterable[str] | None, flag: str) -> list[str]:

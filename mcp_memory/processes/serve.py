@@ -22,7 +22,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_memory.clients.hooks import handle_request
 from mcp_memory.config import Settings
 from mcp_memory.core.scopes import ScopeError, check_name
-from mcp_memory.core.tokens import TokenError, is_short, tokens_from_env, tokens_from_flags
+from mcp_memory.core.tokens import (
+    TokenError,
+    TokenFile,
+    is_short,
+    read_token_file,
+    tokens_from_env,
+    tokens_from_flags,
+)
 from mcp_memory.runtime.allocators import tune_for_long_running
 from mcp_memory.runtime.bridge import BridgeServer
 from mcp_memory.runtime.service import MemoryService
@@ -33,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MIN_REQUEST_BYTES = 1024
 SCOPED_TOKEN_ENV = "MCP_MEMORY_SCOPED_TOKEN"
+TOKEN_FILE_ENV = "MCP_MEMORY_TOKEN_FILE"
 
 
 class ServeError(ValueError):
@@ -51,6 +59,7 @@ class ServeOptions:
     shared_tokens: list[str] | None = None  # no private files ($MCP_MEMORY_SHARED_TOKEN, comma-separated)
     # NAME=TOKEN: a shared token limited to scope NAME ($MCP_MEMORY_SCOPED_TOKEN, comma-separated)
     scoped_tokens: list[str] | None = None
+    token_file: str | None = None  # tokens of every kind, one a line ($MCP_MEMORY_TOKEN_FILE; core/tokens.py)
     scope: str | None = None  # the default scope of callers' stores and searches (None: the global memory)
     shared: bool = False  # every caller is shared, whatever its token
     max_request_bytes: int = 1024 * 1024
@@ -98,20 +107,32 @@ def serve(settings: Settings, options: ServeOptions, environ: Mapping[str, str] 
 
 
 def collect_tokens(options: ServeOptions, environ: Mapping[str, str]) -> ServeTokens:
-    """The tokens given as options, else those of the environment (one full token at most)."""
+    """The tokens of the token file, and those given as options, else those of the environment
+    (one full token at most; a token of one kind only)."""
+    token_file = options.token_file or environ.get(TOKEN_FILE_ENV, "").strip() or None
     try:
+        from_file = read_token_file(token_file) if token_file else TokenFile()
         tokens = ServeTokens(
-            full=(tokens_from_flags([options.token] if options.token is not None else None, "--token")
-                  or tokens_from_env(environ, "MCP_MEMORY_TOKEN")[:1]),
-            read_only=(tokens_from_flags(options.read_only_tokens, "--read-only-token")
-                       or tokens_from_env(environ, "MCP_MEMORY_READ_ONLY_TOKEN")),
-            shared=(tokens_from_flags(options.shared_tokens, "--shared-token")
-                    or tokens_from_env(environ, "MCP_MEMORY_SHARED_TOKEN")),
-            scoped=(scoped_tokens(options.scoped_tokens, "--scoped-token")
-                    or scoped_tokens(environ.get(SCOPED_TOKEN_ENV, "").split(","), f"${SCOPED_TOKEN_ENV}")),
+            full=from_file.full + (tokens_from_flags([options.token] if options.token is not None else None, "--token")
+                                   or tokens_from_env(environ, "MCP_MEMORY_TOKEN")[:1]),
+            read_only=from_file.read_only + (tokens_from_flags(options.read_only_tokens, "--read-only-token")
+                                             or tokens_from_env(environ, "MCP_MEMORY_READ_ONLY_TOKEN")),
+            shared=from_file.shared + (tokens_from_flags(options.shared_tokens, "--shared-token")
+                                       or tokens_from_env(environ, "MCP_MEMORY_SHARED_TOKEN")),
+            scoped={**scoped_tokens([f"{name}={token}" for name, token in from_file.scoped], f"{token_file}"),
+                    **(scoped_tokens(options.scoped_tokens, "--scoped-token")
+                       or scoped_tokens(environ.get(SCOPED_TOKEN_ENV, "").split(","), f"${SCOPED_TOKEN_ENV}"))},
         )
     except TokenError as exc:
         raise ServeError(str(exc)) from None
+    if from_file.open_to_others:
+        log.warning("the token file %s can be read by other users of this machine: chmod 600 it", token_file)
+    if len(tokens.full) > 1:
+        raise ServeError("more than one full-access token is given (token file, --token, $MCP_MEMORY_TOKEN): "
+                         "give one")
+    if (set(tokens.full) & set(tokens.read_only) or set(tokens.full) & set(tokens.shared)
+            or set(tokens.read_only) & set(tokens.shared)):
+        raise ServeError("a token is given as two kinds of token: give each token one kind")
     flags = [name for name, given in (("--token", options.token), ("--read-only-token", options.read_only_tokens),
                                       ("--shared-token", options.shared_tokens),
                                       ("--scoped-token", options.scoped_tokens)) if given]
