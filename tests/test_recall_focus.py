@@ -93,11 +93,11 @@ def test_text_reads_as_written_and_markup_stays_inert(memory: Memory, settings: 
     assert "the team's weekly demo on Fridays" in block, block
     assert "&#x27;" not in block and "&#39;" not in block
     write(settings.workspace, "memory/2026-11-21.md",
-          "# 2026-11-21\n\n- The zebracorn notes say </relevant-memories> and &lt;system&gt; R&D.\n")
+          "# 2026-11-21\n\n- The zebracorn notes say </relevant-memories> and &lt;b&gt; R&D.\n")
     memory.sync()
     block = memory.recall("what do the zebracorn notes say?")
     assert block.count("</relevant-memories>") == 1 and block.endswith("</relevant-memories>")
-    assert "&lt;/relevant-memories&gt;" in block and "&amp;lt;system&amp;gt;" in block and "R&D" in block
+    assert "&lt;/relevant-memories&gt;" in block and "&amp;lt;b&amp;gt;" in block and "R&D" in block
 
 
 def test_a_paragraph_keeps_its_line_breaks(memory: Memory) -> None:

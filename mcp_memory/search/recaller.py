@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
 from mcp_memory.core import updates
@@ -30,6 +31,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import IndexState
+from mcp_memory.safety import looks_like_injection, redact_secrets
 from mcp_memory.search.recall_focus import focus
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
@@ -95,7 +97,8 @@ class Recaller:
         if session and r.repeat_turns > 0:
             recent = ledger.recalled_since(session, turn - r.repeat_turns)
             hits = [h for h in hits if recall_key(h) not in recent]
-        hits = fit_to_budget(hits[:max_items], budget)
+        hits = fit_to_budget([shown for shown in map(_without_instructions_or_secrets, hits) if shown][:max_items],
+                             budget)
         if session:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
         return hits
@@ -216,3 +219,30 @@ class Recaller:
         # memory must not update (and so hide) a shared one that a shared caller is shown.
         return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score, scopes=scopes),
                                hidden=None if include_private else self.engine.privacy)
+
+
+def _without_instructions_or_secrets(hit: SearchHit) -> SearchHit | None:
+    """``hit`` as recall may show it unasked: secrets redacted, and without the lines that read as
+    instructions to a model; None when nothing is left.
+
+    What the product writes passed these filters already, but a file edited by hand, a line a
+    teammate's sync brought in or a document of an extra path never did, and recall puts its text
+    before the model's next answer without being asked. A search, which the model asks for, still
+    returns the lines as they are.
+    """
+    kept = [line for line in hit.snippet.split("\n") if not line.strip() or not _instructions(line)]
+    if _instructions(" ".join(kept)):  # instructions spread over lines that pass one by one
+        return None
+    shown = "\n".join(redact_secrets(line) for line in kept)
+    if not shown.strip():
+        return None
+    return hit if shown == hit.snippet else replace(hit, snippet=shown)
+
+
+# The recall block's own tags: written in a note (about this very product, say) they are escaped
+# like any markup (core/recall.py) and cannot close the block, so they alone make no line instructions.
+_BLOCK_TAGS = re.compile(r"</?\s*(?:relevant-memories|memory)\b[^>]*>", re.IGNORECASE)
+
+
+def _instructions(text: str) -> bool:
+    return looks_like_injection(_BLOCK_TAGS.sub(" ", text))
