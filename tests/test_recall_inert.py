@@ -64,3 +64,13 @@ def test_instructions_spread_over_lines_are_not_recalled(workspace, settings):
         memory.index()
         block = memory.recall("zebracorn deploy notes steps")
     assert "system prompt" not in block
+
+
+def test_a_key_broken_over_two_lines_is_redacted_whole(workspace, settings):
+    write(workspace, "memory/2026-11-22.md", "# 2026-11-22\n\nThe zebracorn staging token is sk-proj-4f9Qx7LmN2pR\n"
+          "8sT1vW3yZ5aB6cD9eF0gH2jK4mN7pQ1r for the nightly deploy.\n")
+    with Memory(settings, embedder=HashEmbedder()) as memory:
+        memory.index()
+        block = memory.recall("zebracorn staging token nightly deploy")
+    assert "nightly deploy" in block
+    assert "sk-proj-4f9Qx7" not in block and "8sT1vW3yZ5aB6cD9eF0gH2" not in block

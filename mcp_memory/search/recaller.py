@@ -233,7 +233,7 @@ def _without_instructions_or_secrets(hit: SearchHit) -> SearchHit | None:
     kept = [line for line in hit.snippet.split("\n") if not line.strip() or not _instructions(line)]
     if _instructions(" ".join(kept)):  # instructions spread over lines that pass one by one
         return None
-    shown = "\n".join(redact_secrets(line) for line in kept)
+    shown = redact_secrets("\n".join(kept))  # the whole, so a key broken over two lines goes whole
     if not shown.strip():
         return None
     return hit if shown == hit.snippet else replace(hit, snippet=shown)
