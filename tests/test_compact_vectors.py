@@ -142,7 +142,8 @@ def test_a_compact_snapshot_saved_and_loaded_answers_alike(
         small_compact_size: int, rng: np.random.Generator, centres: np.ndarray) -> None:
     table, vectors = rows(6000, "t", rng, centres)
     snapshot = SearchSnapshot.from_arrow(table)
-    saved = snapshot.to_arrow(table.schema)
+    saved_schema, batches = snapshot.to_batches(table.schema)
+    saved = pa.Table.from_batches(list(batches), schema=saved_schema)
     assert CODES_COLUMN in saved.column_names and "vector" not in saved.column_names
     loaded = SearchSnapshot.from_arrow(saved)
     assert loaded.compact
@@ -288,7 +289,7 @@ def test_a_large_table_is_read_into_the_saved_file_and_searched_from_it_with_the
     path = saved_path(compact_workspace.index_dir)
     path.unlink()
     with monkeypatch.context() as patched:
-        patched.setattr(Engine, "_load_through_saved", lambda self, generation: False)
+        patched.setattr(Engine, "_load_through_saved", lambda self, *args: False)
         with Memory(compact_workspace, embedder=HashEmbedder(DIMS)) as memory:
             in_memory = _answers(memory)
             centroids = memory.engine.searcher.snapshot.centroids

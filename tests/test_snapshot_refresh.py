@@ -62,9 +62,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"full": 0, "paths": 0}
     full, by_paths = VectorStore.snapshot_row_batches, VectorStore.snapshot_rows_of
 
-    def counted_full(self: VectorStore) -> Any:
+    def counted_full(self: VectorStore, *args: Any) -> Any:
         counts["full"] += 1
-        return full(self)
+        return full(self, *args)
 
     def counted_paths(self: VectorStore, paths: Any) -> pa.Table:
         counts["paths"] += 1

@@ -254,9 +254,10 @@ class Engine:
                     log.info("reading the changed rows failed (%s): reloading the whole snapshot", exc)
             if self._generation is None and self._adopt_saved(generation):
                 return
-            if self.recovering(lambda: self._load_through_saved(generation)):
-                return
-            snapshot, rows = self.recovering(self._newest_snapshot)
+            loaded = self.recovering(lambda: self._newest_snapshot(generation))
+            if loaded is None:
+                return  # read into the saved file, which the search now reads
+            snapshot, rows = loaded
             self.searcher.set_snapshot(snapshot)
             self._generation = generation
             self.snapshot_from_saved = False
@@ -299,16 +300,13 @@ class Engine:
         self.vectors.counts_hint = lambda: counts if self.state.generation == generation else None
         return True
 
-    def _load_through_saved(self, generation: str) -> bool:
-        """At the compact size, read the table into the saved file a batch at a time and search from
-        that file (``large_load.py``); whether it did. Below the size, where a file in use cannot be
-        renamed over (Windows), or when the file cannot be written, the table is read into memory."""
+    def _load_through_saved(self, generation: str, vectors: int) -> bool:
+        """Read the table (``vectors`` of its rows with a vector, the compact size or more) into the
+        saved file a batch at a time and search from that file (``large_load.py``); whether it did.
+        Where a file in use cannot be renamed over (Windows), or when the file cannot be written,
+        the caller reads the table into memory."""
         tag = self._saved_tag(generation)
-        if os.name != "posix" or not self.vectors.dimensions or self.state.get("fingerprint") != tag.fingerprint:
-            return False
-        self.refresh_handles()
-        vectors = self.vectors.count() - self.vectors.count_missing_vectors()
-        if vectors < compact.COMPACT_FROM:
+        if os.name != "posix" or self.state.get("fingerprint") != tag.fingerprint:
             return False
         path = saved_snapshot.saved_path(self.settings.index_dir)
         if saved_snapshot.read_tag(path) != tag:
@@ -396,10 +394,15 @@ class Engine:
         self._generation = generation
         return True
 
-    def _newest_snapshot(self) -> tuple[SearchSnapshot, pa.Table | None]:
-        """The snapshot of the whole table as it is now, and the rows read (None when read compact)."""
+    def _newest_snapshot(self, generation: str | None = None) -> tuple[SearchSnapshot, pa.Table | None] | None:
+        """The snapshot of the whole table as it is now, and the rows read (None when read compact).
+        With the ``generation`` it is read at, a table of compact size goes to the saved file instead,
+        which the search then reads (``_load_through_saved``): None."""
         self.refresh_handles()
-        return SearchSnapshot.from_batches(self.vectors.snapshot_schema, *self.vectors.snapshot_row_batches())
+        vectors = self.vectors.vector_count()
+        if generation is not None and vectors >= compact.COMPACT_FROM and self._load_through_saved(generation, vectors):
+            return None
+        return SearchSnapshot.from_batches(self.vectors.snapshot_schema, *self.vectors.snapshot_row_batches(vectors))
 
     def refresh_handles(self) -> None:
         self.vectors.refresh()

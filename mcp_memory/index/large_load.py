@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from mcp_memory.index import compact
-from mcp_memory.index.snapshot import saved_schema, vector_column
+from mcp_memory.index.snapshot import present_rows, saved_schema, vector_column
 
 
 def centroids_of(sample: np.ndarray, vectors: int) -> np.ndarray:
@@ -42,10 +42,9 @@ def saved_batches(schema: pa.Schema, batches: Iterator[pa.RecordBatch],
 
 
 def _coded(batch: pa.RecordBatch, saved: pa.Schema, dims: int, centroids: np.ndarray) -> pa.RecordBatch:
-    column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
+    column = batch.column("vector")
     has = np.asarray(column.is_valid(), bool)
-    values = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dims)  # the rows with a vector
-    codes, scales = compact.quantised(values)
+    codes, scales = compact.quantised(present_rows(column))
     scale = np.zeros(len(has), np.float32)
     scale[has] = scales
     cell = np.zeros(len(has), np.int16)

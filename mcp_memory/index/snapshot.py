@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import bisect
 import datetime as dt
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -300,9 +300,9 @@ class SearchSnapshot:
         has_vector: list[np.ndarray] = []
         coder = _Coder(quantise=True)
         for batch in batches:
-            column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
+            column = batch.column("vector")
             has_vector.append(np.asarray(column.is_valid(), bool))
-            coder.add(column.flatten().to_numpy(zero_copy_only=False).reshape(-1, column.type.list_size))
+            coder.add(present_rows(column))
             # Copied, not kept as views: a batch that came through the C data interface frees its
             # buffers only when none of its columns is referenced any more, and the texts and ids
             # kept here would hold every batch's float32 vectors (2 GB at a million chunks).
@@ -506,11 +506,6 @@ class SearchSnapshot:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def to_arrow(self, schema: pa.Schema) -> pa.Table:
-        """The rows again as one table (``to_batches``)."""
-        saved_schema, batches = self.to_batches(schema)
-        return pa.Table.from_batches(list(batches), schema=saved_schema)
-
     def to_batches(self, schema: pa.Schema) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         """The rows again, to be saved: the schema they are written with, and the rows in batches
         of the columns ``from_arrow`` reads (``schema``'s), one batch per vector block.
@@ -581,6 +576,13 @@ def saved_schema(schema: pa.Schema, centroids: np.ndarray | None) -> pa.Schema:
         CENTROIDS_KEY: base64.b64encode(np.ascontiguousarray(centroids).tobytes()),
         CENTROID_SHAPE_KEY: f"{centroids.shape[0]},{centroids.shape[1]}".encode()}
     return pa.schema(fields, metadata=metadata)
+
+
+def present_rows(column: pa.Array[Any]) -> np.ndarray:
+    """The values of a fixed-size list column (vectors, codes) as a matrix of its non-null rows:
+    ``flatten`` leaves the null rows out, a view of the column's buffer when it has none."""
+    flat = cast("pa.FixedSizeListArray[Any, int]", column)
+    return flat.flatten().to_numpy(zero_copy_only=False).reshape(-1, flat.type.list_size)
 
 
 def vector_column(block: np.ndarray, has: np.ndarray, dims: int) -> pa.FixedSizeListArray[Any, int]:
@@ -673,15 +675,6 @@ def _text_pieces(texts: pa.ChunkedArray[pa.StringScalar],
     return starts, pieces
 
 
-def _scatter(out: np.ndarray, rows: np.ndarray, blocks: Sequence[np.ndarray]) -> None:
-    """``out[rows] = concatenate(blocks)``, a block at a time: the whole concatenation was a second
-    copy of every vector (512 MB of codes at a million chunks) on top of ``out``, while saving."""
-    start = 0
-    for block in blocks:
-        out[rows[start : start + len(block)]] = block
-        start += len(block)
-
-
 def _saved_codes(table: pa.Table) -> tuple[np.ndarray, _Vectors]:
     """Per row whether it has a vector, and the compact vectors of a saved compact snapshot.
 
@@ -705,8 +698,7 @@ def _saved_codes(table: pa.Table) -> tuple[np.ndarray, _Vectors]:
     masks, blocks, block_scales = [], [], []
     for codes_chunk, scale_chunk in zip(column.chunks, scale_column.chunks, strict=True):
         valid = np.asarray(codes_chunk.is_valid(), bool)
-        flat = cast("pa.FixedSizeListArray[Any, int]", codes_chunk).flatten()  # the non-null rows' codes
-        codes = flat.to_numpy(zero_copy_only=False).astype(np.int8, copy=False).reshape(-1, dims)
+        codes = present_rows(codes_chunk).astype(np.int8, copy=False)
         scales = scale_chunk.to_numpy(zero_copy_only=False).astype(np.float32)[valid]
         if len(codes) != len(scales):
             raise ValueError("the saved snapshot's codes and scales do not fit together")
@@ -740,11 +732,9 @@ def _arrow_vectors(table: pa.Table, quantise: bool | None = None,
     if quantise is None:
         quantise = int(has_vector.sum()) >= compact.COMPACT_FROM
     coder = _Coder(quantise)
-    dims = column.type.list_size
     # Chunk by chunk straight into the blocks: no whole-column copy on the way.
     for chunk in column.chunks:
-        flat = cast("pa.FixedSizeListArray[Any, int]", chunk).flatten()  # the non-null rows' values
-        coder.add(flat.to_numpy(zero_copy_only=False).reshape(-1, dims))
+        coder.add(present_rows(chunk))
     blocks, scales = coder.finish()
     return has_vector, blocks, scales
 

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from mcp_memory.core.chunking import Chunk
+from mcp_memory.index.snapshot import present_rows
 
 if TYPE_CHECKING:
     from lancedb.db import DBConnection
@@ -240,8 +241,13 @@ class VectorStore:
     def snapshot_schema(self) -> pa.Schema:
         return pa.schema([self.schema.field(name) for name in self.snapshot_columns])
 
-    def snapshot_row_batches(self) -> tuple[int, Iterator[pa.RecordBatch]]:
-        """How many rows have a vector, and every row with the snapshot columns, in batches.
+    def vector_count(self) -> int:
+        """How many rows have a vector (none without an embedder)."""
+        return self.count() - self.count_missing_vectors() if self.dimensions else 0
+
+    def snapshot_row_batches(self, with_vectors: int | None = None) -> tuple[int, Iterator[pa.RecordBatch]]:
+        """How many rows have a vector (``with_vectors`` when the caller counted them), and every row
+        with the snapshot columns, in batches.
 
         For a large table: its vectors are coded batch by batch (``SearchSnapshot.from_batches``)
         instead of being held whole in float32 first (2 GB at a million chunks).
@@ -252,9 +258,9 @@ class VectorStore:
             total = int(self._table.count_rows())
             if total == 0:
                 return 0, iter(())
-            with_vectors = total - self.count_missing_vectors()
+            counted = total - self.count_missing_vectors() if with_vectors is None else with_vectors
             reader = self._table.search().select(columns).limit(total).to_batches(SNAPSHOT_BATCH_ROWS)
-            return with_vectors, iter(reader)
+            return counted, iter(reader)
 
         return self._reading(read)
 
@@ -270,8 +276,7 @@ class VectorStore:
                 return out[:0]
             seen = taken = 0
             for batch in self._table.search().select(["vector"]).limit(total).to_batches(SNAPSHOT_BATCH_ROWS):
-                column = cast("pa.FixedSizeListArray[Any, int]", batch.column("vector"))
-                values = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dims)  # the non-null rows
+                values = present_rows(batch.column("vector"))
                 end = int(np.searchsorted(places, seen + len(values)))
                 out[taken:end] = values[places[taken:end] - seen]
                 taken, seen = end, seen + len(values)
