@@ -17,7 +17,6 @@ it gets from a search, the file listing and ``memory_get``.
 from __future__ import annotations
 
 import json
-import os
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from mcp_memory.config import Settings, load_settings
 from mcp_memory.core.workspace import Workspace
 from mcp_memory.runtime.service import MemoryService
 from mcp_memory.server import create_server
+from test_workspace import symlink
 
 PUBLIC_FILE = "memory/2026-11-20.md"
 SECRET = "Okafor"  # a word of every private line, never of a public one
@@ -50,14 +50,6 @@ def _nfc(text: str) -> str:
 
 def _nfd(text: str) -> str:
     return unicodedata.normalize("NFD", text)
-
-
-def _symlink(link: Path, target: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.symlink(target, link, target_is_directory=target.is_dir())
-    except (OSError, NotImplementedError) as exc:  # e.g. Windows without the privilege
-        pytest.skip(f"symlinks unavailable: {exc}")
 
 
 def _settings(workspace: Path, private_paths: list[str], extra_paths: list[str] | None = None) -> Settings:
@@ -157,22 +149,22 @@ def _dotdot_absolute(workspace: Path, tmp_path: Path) -> str:
 
 
 def _linked_workspace(workspace: Path, tmp_path: Path) -> str:
-    _symlink(tmp_path / "ws-link", workspace)
+    symlink(tmp_path / "ws-link", workspace)
     return f"{tmp_path / 'ws-link'}/memory/private"
 
 
 def _linked_memory_folder_outside(workspace: Path, tmp_path: Path) -> str:
-    _symlink(tmp_path / "elsewhere/notes", workspace / "memory")
+    symlink(tmp_path / "elsewhere/notes", workspace / "memory")
     return f"{tmp_path / 'elsewhere/notes'}/private"
 
 
 def _linked_parent_inside(workspace: Path, tmp_path: Path) -> str:
-    _symlink(workspace / "shortcut", workspace / "memory")
+    symlink(workspace / "shortcut", workspace / "memory")
     return "shortcut/private"
 
 
 def _file_through_linked_workspace(workspace: Path, tmp_path: Path) -> str:
-    _symlink(tmp_path / "ws-link", workspace)
+    symlink(tmp_path / "ws-link", workspace)
     return f"{tmp_path / 'ws-link'}/memory/private/notes.md"
 
 
@@ -213,7 +205,7 @@ async def test_a_private_folder_reached_only_by_an_extra_path_gets_its_own_name(
     if spelling == "dotdot":
         extra = "notes/x/../private"
     else:
-        _symlink(tmp_path / "ws-link", workspace)
+        symlink(tmp_path / "ws-link", workspace)
         extra = f"{tmp_path / 'ws-link'}/notes/private"
     settings = _settings(workspace, ["MEMORY.md", "notes/private/"], [extra])
     owner = _owner_names(settings)
@@ -226,7 +218,7 @@ async def test_a_private_folder_reached_only_by_an_extra_path_gets_its_own_name(
 def test_two_spellings_of_one_outside_folder_list_its_files_once(workspace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "team-notes"
     write(outside, "team.md", "# Team\n\n- Dana leads the mobile team.\n")
-    _symlink(tmp_path / "alias", tmp_path)  # a linked parent folder
+    symlink(tmp_path / "alias", tmp_path)  # a linked parent folder
     extras = [str(outside), f"{tmp_path / 'alias'}/team-notes", f"{outside}/../team-notes"]
     files = Workspace(workspace, extras).list_files()
     assert [f.rel_path for f in files] == [(outside / "team.md").as_posix()]
@@ -235,7 +227,7 @@ def test_two_spellings_of_one_outside_folder_list_its_files_once(workspace: Path
 def test_two_spellings_of_one_sessions_folder_list_each_transcript_once(workspace: Path, tmp_path: Path) -> None:
     write(workspace, "sessions/a.jsonl", '{"role": "user", "content": "hello"}\n')
     (workspace / "sessions/x").mkdir()
-    _symlink(tmp_path / "ws-link", workspace)
+    symlink(tmp_path / "ws-link", workspace)
     ws = Workspace(workspace, sessions_paths=["sessions", "sessions/x/..", f"{tmp_path / 'ws-link'}/sessions"])
     assert [f.rel_path for f in ws.session_files()] == ["sessions/a.jsonl"]
     assert [f.rel_path for f in ws.list_files()] == ["sessions/a.jsonl"]
@@ -245,7 +237,7 @@ def test_a_changed_file_is_named_as_the_listing_names_it(workspace: Path, tmp_pa
     """The file watcher names changed files with ``rel_path``; listeners filter private ones by that name."""
     write(workspace, "memory/private/notes.md", "# Private\n")
     (workspace / "memory/x").mkdir()
-    _symlink(tmp_path / "ws-link", workspace)
+    symlink(tmp_path / "ws-link", workspace)
     ws = Workspace(workspace)
     assert ws.rel_path(tmp_path / "ws-link/memory/private/notes.md") == "memory/private/notes.md"
     assert ws.rel_path(workspace / "memory/x/../private/notes.md") == "memory/private/notes.md"

@@ -32,7 +32,7 @@ class TokenFile:
     full: list[str] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)
     shared: list[str] = field(default_factory=list)
-    scoped: list[tuple[str, str]] = field(default_factory=list)  # (scope name, token)
+    scoped: list[str] = field(default_factory=list)  # NAME=TOKEN, as --scoped-token takes them
     open_to_others: bool = False
 
 
@@ -65,7 +65,7 @@ def read_token_file(path: str | os.PathLike[str]) -> TokenFile:
         elif kind == "shared":
             found.shared.append(token)
         elif kind.startswith("scoped:") and kind[len("scoped:"):]:
-            found.scoped.append((parts[0][len("scoped:"):], token))
+            found.scoped.append(f"{parts[0][len('scoped:'):]}={token}")
         else:
             raise TokenError(f"{where}, line {number}: the kind must be full, read-only, shared or scoped:NAME")
     if not (found.full or found.read_only or found.shared or found.scoped):

@@ -56,7 +56,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.later_memories import later_neighbours
 from mcp_memory.index.memory_vectors import MemoryVectors
 from mcp_memory.index.snapshot import SearchSnapshot
-from mcp_memory.index.visible_keywords import VisibleKeywords, excluded_rows, visible_in_index, visible_keywords
+from mcp_memory.index.visible_keywords import VisibleKeywords, excluded_rows, visible_keywords
 
 if TYPE_CHECKING:
     from mcp_memory.core.memory_lookup import MemoryLookup
@@ -107,12 +107,11 @@ class HybridSearcher:
 
     def __init__(self, keywords: KeywordIndex, embedder: Embedder | None, settings: SearchSettings,
                  naming: MemoryLookup | None = None, utility: UtilityStore | None = None,
-                 memory_vectors: MemoryVectors | None = None,
-                 index_paths: Callable[[], Iterable[str]] | None = None):
+                 memory_vectors: MemoryVectors | None = None, visible: VisibleKeywords | None = None):
         self.keywords = keywords
         # Given when the snapshot holds a few rows of the index only (keyword-only recall): the
-        # paths of every indexed file, from which what a restricted caller may see is read.
-        self.index_paths = index_paths
+        # keyword statistics its restricted caller may see, read from the whole index.
+        self.visible = visible
         self.analyzer = TermAnalyzer()
         self.embedder = embedder
         self.settings = settings
@@ -231,16 +230,13 @@ class HybridSearcher:
         confined = scopes if scopes is not None and scopes.confined else None
         if hidden is None and confined is None:
             return None
+        if self.visible is not None:
+            return self.visible
         seen, cache = self._visible
         if seen() is not snap:
             cache = {}
             self._visible = (weakref.ref(snap), cache)
         key = (hidden, confined)
-        if key not in cache and self.index_paths is not None:
-            def unseen_file(path: str) -> bool:
-                return ((hidden is not None and hidden.is_private(path))
-                        or (confined is not None and not confined.covers(path)))
-            cache[key] = visible_in_index(self.keywords, self.index_paths(), unseen_file)
         if key not in cache:
             unseen = excluded_rows(snap.hidden_mask(hidden) if hidden is not None else None,
                                    snap.scope_mask(confined) if confined is not None else None)

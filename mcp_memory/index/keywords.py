@@ -193,20 +193,16 @@ class KeywordIndex:
         unseen = _excluding(self._schema, excluded_paths)
         counts = {}
         for term in terms:
-            query = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "text", term)), *unseen])
-            found = searcher.search(query, 1, count=True)
-            counts[term] = int(getattr(found, "count", 0) or 0)  # the stubs omit the count
+            counts[term] = _count(searcher, tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "text", term)), *unseen]))
         return counts
 
     def documents_in(self, paths: Collection[str]) -> int:
         """How many documents the files ``paths`` names hold."""
         if not paths:
             return 0
-        query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", path)) for path in paths])
-        found = self._index.searcher().search(query, 1, count=True)
-        return int(getattr(found, "count", 0) or 0)
+        return _count(self._index.searcher(), tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", path)) for path in paths]))
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """BM25's inverse document frequency of each analysed term: how telling it is in this memory."""
@@ -264,6 +260,11 @@ def _reweighed(schema: tantivy.Schema, searcher: tantivy.Searcher, terms: list[s
             if chunk is not None:
                 scores[chunk] = scores.get(chunk, 0.0) + float(score) / whole * weight
     return scores
+
+
+def _count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    """How many documents match ``query``."""
+    return int(getattr(searcher.search(query, 1, count=True), "count", 0) or 0)  # the stubs omit the count
 
 
 def _excluding(schema: tantivy.Schema, paths: Collection[str]) -> list[tuple[tantivy.Occur, tantivy.Query]]:

@@ -19,13 +19,15 @@ owner's search is unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from mcp_memory.core.privacy import PrivacyRules
+    from mcp_memory.core.scopes import ScopeFilter
     from mcp_memory.index.keywords import KeywordIndex
     from mcp_memory.index.snapshot import SearchSnapshot
 
@@ -65,11 +67,13 @@ def visible_keywords(keywords: KeywordIndex, snapshot: SearchSnapshot, unseen: n
     return VisibleKeywords(keywords, tuple(sorted(paths)), int(len(unseen) - unseen.sum()))
 
 
-def visible_in_index(keywords: KeywordIndex, paths: Iterable[str],
-                     unseen: Callable[[str], bool]) -> VisibleKeywords | None:
-    """The statistics of the index's files (``paths``, every one indexed) that ``unseen`` does not
-    mark, for a search over a few rows only (keyword-only recall); None when every file may be seen."""
-    excluded = tuple(sorted(path for path in paths if unseen(path)))
+def visible_in_index(keywords: KeywordIndex, paths: Iterable[str], hidden: PrivacyRules | None,
+                     confined: ScopeFilter | None) -> VisibleKeywords | None:
+    """The statistics of the index's files (``paths``, every one indexed) that a caller hidden the
+    private files of ``hidden``, or confined to ``confined``, may see: for a search over a few rows
+    only (keyword-only recall). None when it may see every file."""
+    excluded = tuple(sorted(path for path in paths if (hidden is not None and hidden.is_private(path))
+                            or (confined is not None and not confined.covers(path))))
     if not excluded:
         return None
     return VisibleKeywords(keywords, excluded, keywords.count() - keywords.documents_in(excluded))

@@ -119,7 +119,7 @@ def collect_tokens(options: ServeOptions, environ: Mapping[str, str]) -> ServeTo
                                              or tokens_from_env(environ, "MCP_MEMORY_READ_ONLY_TOKEN")),
             shared=from_file.shared + (tokens_from_flags(options.shared_tokens, "--shared-token")
                                        or tokens_from_env(environ, "MCP_MEMORY_SHARED_TOKEN")),
-            scoped={**scoped_tokens([f"{name}={token}" for name, token in from_file.scoped], f"{token_file}"),
+            scoped={**scoped_tokens(from_file.scoped, f"{token_file}"),
                     **(scoped_tokens(options.scoped_tokens, "--scoped-token")
                        or scoped_tokens(environ.get(SCOPED_TOKEN_ENV, "").split(","), f"${SCOPED_TOKEN_ENV}"))},
         )

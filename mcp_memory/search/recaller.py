@@ -31,6 +31,7 @@ from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import IndexState
+from mcp_memory.index.visible_keywords import visible_in_index
 from mcp_memory.safety import looks_like_injection, redact_secrets
 from mcp_memory.search.recall_focus import focus
 
@@ -192,12 +193,11 @@ class Recaller:
         # A caller who may not see every file gets candidates among those it may see only
         # (index/visible_keywords.py): the others' words must not decide which come in.
         confined = scopes if scopes is not None and scopes.confined else None
-        unseen: list[str] = []
-        if not include_private or confined is not None:
-            unseen = [path for path in self._indexed_paths()
-                      if (not include_private and self.engine.privacy.is_private(path))
-                      or (confined is not None and not confined.covers(path))]
-        found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None, unseen)
+        hidden = None if include_private else self.engine.privacy
+        visible = (visible_in_index(keywords, self._indexed_paths(), hidden, confined)
+                   if hidden is not None or confined is not None else None)
+        found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None,
+                                visible.excluded if visible is not None else ())
         wanted: dict[str, set[str]] = {}
         for hit in found.hits:
             if scopes is None or scopes.covers(hit.path):
@@ -213,7 +213,7 @@ class Recaller:
             pieces = chunk_markdown(text, file.rel_path, file.date, c.tokens, c.overlap)
             chunks.extend(ch for ch in pieces if ch.id in ids)
         searcher = HybridSearcher(keywords, None, settings.search, self.engine.naming, self.engine.utility,
-                                  index_paths=self._indexed_paths)
+                                  visible=visible)
         searcher.set_snapshot(SearchSnapshot.from_chunks(chunks))
         # Private files are left out of the ranking itself, not only of its result: a private
         # memory must not update (and so hide) a shared one that a shared caller is shown.

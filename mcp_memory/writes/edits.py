@@ -19,6 +19,7 @@ from mcp_memory.core.chunking import chunk_markdown
 from mcp_memory.core.hits import MemoryLine
 from mcp_memory.core.reading import Reader
 from mcp_memory.core.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
+from mcp_memory.core.workspace import read_text
 from mcp_memory.embedding import EmbeddingError
 from mcp_memory.embedding.cache import embed_through_cache
 from mcp_memory.errors import MemoryInputError, PathError
@@ -198,8 +199,8 @@ class Editor:
     def _last_memories(self, path: str) -> list[str]:
         """The last memory lines of ``path`` (not headings, not blank), oldest first; [] for a new file."""
         try:
-            text = (self.engine.workspace.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_text(self.engine.workspace.root / path)
+        except (OSError, UnicodeDecodeError):  # a new file, or a binary one the append refuses anyway
             return []
         lines = [line.strip() for line in text.splitlines()[-4 * SPLIT_SECRET_MEMORIES :]]
         return [line for line in lines if line and not line.startswith("#")][-SPLIT_SECRET_MEMORIES:]
