@@ -8,8 +8,10 @@ Each file's memories are kept until its size or modification time changes.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,7 @@ class _FileMemories:
     spans: list[tuple[int, int]]  # memory-shaped blocks, 0-based first and last line
     at_line: list[int]  # for each 0-based line, the index of the block holding it, or -1
     ids: list[object]  # per block: its id, None (no letter or digit: not a memory) or _NOT_READ
+    starts: list[int]  # per block, its 1-based first line
 
     def id_of(self, block: int) -> str | None:
         found = self.ids[block]
@@ -114,8 +117,7 @@ class MemoryLookup:
         memories = self._memories(path)
         if memories is None:
             return None
-        order = sorted(range(len(memories.spans)), key=lambda b: (abs(memories.spans[b][0] + 1 - line), b))
-        block = next((b for b in order if memories.id_of(b) == memory_id), None)
+        block = next((b for b in _outwards(memories.starts, line) if memories.id_of(b) == memory_id), None)
         unit = memories.unit(block) if block is not None else None
         return self._located(path, memories, unit) if unit is not None else None
 
@@ -157,12 +159,28 @@ class MemoryLookup:
         for index, (start, end) in enumerate(spans):
             for n in range(start, end + 1):
                 at_line[n] = index
-        memories = _FileMemories(key, file.abs_path, lines, spans, at_line, [_NOT_READ] * len(spans))
+        memories = _FileMemories(key, file.abs_path, lines, spans, at_line, [_NOT_READ] * len(spans),
+                                 [start + 1 for start, _ in spans])
         with self._lock:
             if len(self._files) >= _MAX_CACHED_FILES:
                 self._files.clear()
             self._files[path] = memories
         return memories
+
+
+def _outwards(starts: list[int], line: int) -> Iterator[int]:
+    """The blocks whose 1-based first lines are ``starts`` (increasing) by how far they are from
+    ``line``, the earlier of two as far first: what sorting every block by that distance gives, without
+    sorting (a search asks this for each of its hits, in files of hundreds of memories)."""
+    after = bisect.bisect_left(starts, line)
+    before = after - 1
+    while before >= 0 or after < len(starts):
+        if after >= len(starts) or (before >= 0 and line - starts[before] <= starts[after] - line):
+            yield before
+            before -= 1
+        else:
+            yield after
+            after += 1
 
 
 def _file_key(path: Path) -> tuple[int, int, int, int] | None:
