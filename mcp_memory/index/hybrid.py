@@ -186,11 +186,11 @@ class HybridSearcher:
             pool = max(pool * 10, 200)
         stats = self._visible_keywords(snap, hidden, request.scopes)
 
-        text_scores, text_confidence = self._keyword_candidates(
+        text_scores, text_confidence, every_match = self._keyword_candidates(
             snap, query, pool, allowed, path_prefix, after, before, stats
         )
         vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
-        fused = self._fuse(snap, text_scores, text_confidence, vector_scores)
+        fused = self._fuse(snap, text_scores, text_confidence, vector_scores, every_match)
         if not fused:
             return empty
 
@@ -344,22 +344,25 @@ class HybridSearcher:
     # ----- candidates ----------------------------------------------------------------------
     def _keyword_candidates(self, snap: SearchSnapshot, query: str, pool: int, allowed: np.ndarray | None,
                             path_prefix: str | None, after: dt.date | None, before: dt.date | None,
-                            stats: VisibleKeywords | None = None) -> tuple[dict[int, float], float]:
-        """Keyword scores by row, and how much of the query's IDF weight the best match covers (0..1).
+                            stats: VisibleKeywords | None = None) -> tuple[dict[int, float], float, bool]:
+        """Keyword scores by row; how much of the query's IDF weight the best match covers (0..1); and
+        whether these are every chunk that matches (fewer than asked for), not just the best ones.
         With ``stats`` (a caller who may not see every file), Tantivy picks the candidates among the
         files the caller may see, and each word weighs what it weighs among those files."""
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
         excluded = stats.excluded if stats is not None else ()
-        result = self.keywords.search(query, pool * 2 if stats is not None else pool, prefix, after, before,
-                                      excluded, stats.idf if stats is not None else None)
+        limit = pool * 2 if stats is not None else pool
+        result = self.keywords.search(query, limit, prefix, after, before, excluded,
+                                      stats.idf if stats is not None else None)
         for hit in result.hits:
             row = snap.row_of.get(hit.id)
             if row is not None and (allowed is None or allowed[row]):
                 scores[row] = hit.score
+        every_match = len(result.hits) < limit
         if not scores or result.query_weight <= 0:
-            return scores, 0.0
-        return scores, min(1.0, max(scores.values()) / result.query_weight)
+            return scores, 0.0, every_match
+        return scores, min(1.0, max(scores.values()) / result.query_weight), every_match
 
     def _vector_candidates(self, snap: SearchSnapshot, query: str, pool: int,
                            allowed: np.ndarray | None) -> dict[int, float]:
@@ -402,7 +405,7 @@ class HybridSearcher:
             self._query_vectors.popitem(last=False)
 
     def _fuse(self, snap: SearchSnapshot, text: dict[int, float], text_confidence: float,
-              vector: dict[int, float]) -> dict[int, float]:
+              vector: dict[int, float], every_match: bool = False) -> dict[int, float]:
         wt, wv = self.settings.text_weight, self.settings.vector_weight
         if not vector:
             wt, wv = 1.0, 0.0
@@ -410,7 +413,11 @@ class HybridSearcher:
             wt, wv = 0.0, 1.0
         total = wt + wv
         wt, wv = wt / total, wv / total
-        nt, nv = _min_max(text), _min_max(vector)
+        # Min-max scaling treats the weakest candidate as the rest of the index, which it stands for
+        # when the list was cut at ``pool``. When the list holds every match (a rare word, a small
+        # memory), the rest scores 0: the weakest match keeps its share instead of counting as no
+        # match ("releases": of three notes that say it, the third would have scored nothing).
+        nt, nv = _min_max(text, 0.0 if every_match else None), _min_max(vector)
         if vector:
             # When the best keyword match covers little of the query (only common words, or
             # an English query over Chinese notes), keyword ranks say little: scale them down.
@@ -494,10 +501,12 @@ def _clean_prefix(prefix: str) -> str:
     return prefix.replace("\\", "/").removeprefix("./")
 
 
-def _min_max(scores: dict[int, float]) -> dict[int, float]:
+def _min_max(scores: dict[int, float], low: float | None = None) -> dict[int, float]:
+    """``scores`` scaled to 0..1 between ``low`` (by default the lowest of them) and the highest."""
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
+    high = max(scores.values())
+    low = min(scores.values()) if low is None else low
     if high - low < 1e-12:
         return {row: 1.0 for row in scores}
     return {row: (value - low) / (high - low) for row, value in scores.items()}
