@@ -232,3 +232,31 @@ def test_another_loopback_address_still_checks_host_and_origin():
     assert security.enable_dns_rebinding_protection
     assert security.allowed_hosts == ["127.45.6.7:*"] and security.allowed_origins == ["http://127.45.6.7:*"]
     assert "transport_security" not in http_options(ServeOptions(transport="http", host="127.0.0.1", port=8765))
+
+
+def test_a_session_answers_only_the_token_that_opened_it(two_token_server):
+    """A session opened with one token is refused to another (as if it did not exist), so a
+    read-only or shared caller cannot speak inside a full token's session: its server-to-client
+    requests, notifications and episode would be the other caller's."""
+    port = two_token_server.port
+    status, headers, body = raw_post(port, headers={"Authorization": f"Bearer {FULL}"})
+    assert status == 200, body
+    session = headers["mcp-session-id"]
+    initialized = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "memory_search", "arguments": {"query": "pnpm"}}})
+    status, _, _ = raw_post(port, headers={"Authorization": f"Bearer {FULL}", "mcp-session-id": session},
+                            body=initialized)
+    assert status in (200, 202)
+    status, _, body = raw_post(port, headers={"Authorization": f"Bearer {READ_ONLY}", "mcp-session-id": session},
+                               body=call)
+    assert status == 404, body
+    status, _, body = raw_post(port, headers={"Authorization": f"Bearer {FULL}", "mcp-session-id": session},
+                               body=call)
+    assert status == 200 and b"pnpm" in body
+    # The read-only token opens its own session, which the full token cannot use either.
+    status, headers, _ = raw_post(port, headers={"Authorization": f"Bearer {READ_ONLY}"})
+    assert status == 200 and headers["mcp-session-id"] != session
+    status, _, _ = raw_post(port, headers={"Authorization": f"Bearer {FULL}",
+                                           "mcp-session-id": headers["mcp-session-id"]}, body=call)
+    assert status == 404

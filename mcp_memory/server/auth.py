@@ -33,7 +33,9 @@ class StaticTokenVerifier:
     """Bearer tokens compared in constant time, each with its scopes.
 
     A full token reads and writes; a read-only token searches and reads but cannot store,
-    forget or capture.
+    forget or capture. Each token is its own principal (``subject``: its place in the list, which
+    says nothing of the token): the SDK binds a Streamable HTTP session to the principal that
+    opened it, so no other token can speak inside that session.
     """
 
     def __init__(self, tokens: dict[str, list[str]]):
@@ -43,14 +45,15 @@ class StaticTokenVerifier:
         if not token or not token.strip():
             return None
         given = token.encode("utf-8", "surrogatepass")
-        found = None
-        for known, scopes in self._tokens:
+        found: tuple[int, list[str]] | None = None
+        for index, (known, scopes) in enumerate(self._tokens):
             # Every token is compared, so the time taken says nothing about which one matched.
             if hmac.compare_digest(given, known):
-                found = scopes
+                found = (index, scopes)
         if found is None:
             return None
-        return AccessToken(token=token, client_id="mcp-memory", scopes=list(found))
+        index, scopes = found
+        return AccessToken(token=token, client_id="mcp-memory", scopes=list(scopes), subject=f"token-{index}")
 
 
 def auth_options(token: str | None, read_only_tokens: list[str] | tuple[str, ...],
