@@ -46,7 +46,8 @@ class GitSyncError(Exception):
 
     Kinds: ``git_missing``, ``not_a_repository``, ``no_remote``, ``unreachable``, ``auth``,
     ``timeout``, ``busy`` (another sync or git command is at work), ``state`` (the repository is
-    in a state sync will not touch: detached HEAD, a rebase or a merge of someone else's), and
+    in a state sync will not touch: detached HEAD, a rebase or a merge of someone else's),
+    ``refused`` (the remote brings a secret or a prompt injection into the memory files), and
     ``failed`` (anything else git refused, with its words).
     """
 

@@ -11,8 +11,10 @@ is a git repository with a remote: a bare repository on disk, SSH or a hosted on
    ``.gitattributes`` lines that merge memory files by union (once, when missing) and the
    ``.gitignore`` line that keeps the index out, then commits the memory files: ``MEMORY.md``,
    ``memory/**`` and the extra paths inside the workspace, never the index folder;
-3. fetches the remote branch and, under the files lock again, merges it (a merge, never a
-   rebase: the history says what each machine wrote). Appends from two machines to the same
+3. fetches the remote branch, reads the lines it would add to the memory files and refuses the
+   merge when one holds a secret or reads as instructions to a model (``incoming.py``), then,
+   under the files lock again, merges it (a merge, never a rebase: the history says what each
+   machine wrote). Appends from two machines to the same
    file merge by union without a conflict; what union cannot settle keeps both sides
    (``git_conflicts.py``) and is reported; a merge that still cannot complete is aborted, so
    the repository is never left in the middle of one;
@@ -43,6 +45,7 @@ from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.workspace import Workspace
 from mcp_memory.team.git_cli import Git, GitSyncError
 from mcp_memory.team.git_conflicts import GitConflict, settle_conflicts
+from mcp_memory.team.incoming import refusal_message, refused_lines
 
 __all__ = ["GitConflict", "GitSyncError", "GitSyncReport", "sync_workspace"]
 
@@ -146,6 +149,9 @@ def _sync_locked(git: Git, repo: _Repository, settings: Settings,
     for _ in range(PUSH_ATTEMPTS):
         theirs = _fetch(git, repo)
         if theirs is not None and not _contains(git, theirs):
+            refused = refused_lines(git, theirs, pathspecs)
+            if refused:
+                raise GitSyncError("refused", refusal_message(refused, repo.remote, repo.branch))
             with files_lock:
                 # Edits made while fetching are committed first: the merge needs a clean tree.
                 late = _commit_local(git, repo, pathspecs)
