@@ -70,6 +70,11 @@ class E5Embedder(Embedder):
         with self._lock:
             return normalize(self._model.query(list(texts)))
 
+    def token_count(self, text: str) -> int:
+        """How many tokens the model reads for ``text`` as a query (its cost grows with them)."""
+        with self._lock:
+            return int(self._model.token_count(text, True))
+
 
 SMALL_BATCH = 4  # texts embedded by the single-threaded twin rather than the batched pass
 

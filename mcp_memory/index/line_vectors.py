@@ -60,6 +60,8 @@ E5_IDENTITY = (E5Embedder.provider, E5Embedder.model, 384)  # 384: the model's w
 COVERAGE_SECONDS = 30.0
 _CACHED_VECTORS = 200_000
 _CACHED_QUERIES = 256
+QUERY_TOKENS = 64  # of a query, the most the line model reads (its end)
+NO_SPACE_CHARS = 64  # a latin-script query longer than this without a space is not read for its meaning
 _ASKED_LINES = 5_000  # lines waiting because searches read them: about 20 searches of 30 chunks, 4 minutes of e5
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _WORD = re.compile(r"\w")
@@ -94,6 +96,12 @@ def script_of(text: str) -> str:
 
 
 _line_script = lru_cache(maxsize=65_536)(script_of)  # lines recur from search to search
+
+
+def _reads_as_words(query: str, script: str) -> bool:
+    """Whether a query could match a line by meaning: a latin-script query needs word breaks (400
+    characters of one run of letters, a pasted hash or blob, match no line and cost e5 the most)."""
+    return script == "cjk" or len(query) <= NO_SPACE_CHARS or any(char.isspace() for char in query)
 
 
 class LineVectors:
@@ -138,7 +146,7 @@ class LineVectors:
         leading = texts[:LEADING_CANDIDATES]
         # Heard fully when all leading candidates are in the query's script, not at all at half.
         confidence = 2 * sum(script_of(t) == script for t in leading) / len(leading) - 1
-        if confidence <= 0:
+        if confidence <= 0 or not _reads_as_words(query, script):
             return None
         per_text = [[line for line in vector_lines(t) if _line_script(line) == script] for t in texts]
         wanted = dict.fromkeys(line for lines in per_text for line in lines)  # the candidates' order
@@ -180,12 +188,28 @@ class LineVectors:
             cached = self._queries.get(query)
         if cached is not None:
             return cached
-        vector = np.asarray(self.embedder.embed_query(query), np.float32).ravel()
+        vector = np.asarray(self.embedder.embed_query(self._bounded(query)), np.float32).ravel()
         with self._lock:
             self._queries[query] = vector
             if len(self._queries) > _CACHED_QUERIES:
                 self._queries.popitem(last=False)
         return vector
+
+    def _bounded(self, query: str) -> str:
+        """The end of ``query`` that the line model reads: at most ``QUERY_TOKENS`` of its tokens.
+
+        e5 costs about a millisecond a token on one thread, so a 120-character Chinese turn took
+        140 ms and 400 characters without a space 270 ms; a line is matched by what the query
+        asks, which its end holds (the focus of a conversation is its latest turn)."""
+        count = getattr(self.embedder, "token_count", None)
+        if count is None:
+            return query
+        for _ in range(4):
+            tokens = count(query)
+            if tokens <= QUERY_TOKENS:
+                break
+            query = query[-max(1, int(len(query) * QUERY_TOKENS / tokens * 0.9)):]
+        return query
 
     def _known(self, lines: set[str]) -> dict[str, np.ndarray]:
         """The vectors of those ``lines`` that have one (memoised; read from the cache file)."""
