@@ -260,3 +260,27 @@ def test_a_session_answers_only_the_token_that_opened_it(two_token_server):
     status, _, _ = raw_post(port, headers={"Authorization": f"Bearer {FULL}",
                                            "mcp-session-id": headers["mcp-session-id"]}, body=call)
     assert status == 404
+
+
+def test_an_sse_session_answers_only_the_token_that_opened_it(tmp_path_factory: pytest.TempPathFactory):
+    import http.client
+    import re
+
+    with running_server(tmp_path_factory, "sse-owner", "--transport", "sse", "--token", FULL,
+                        "--read-only-token", READ_ONLY) as server:
+        stream = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+        stream.request("GET", "/sse", headers={"Authorization": f"Bearer {FULL}", "Accept": "text/event-stream",
+                                               "Host": f"127.0.0.1:{server.port}"})
+        response = stream.getresponse()
+        assert response.status == 200
+        endpoint = ""
+        while "session_id=" not in endpoint:
+            endpoint += response.readline().decode()
+        path = re.search(r"data: (\S+session_id=\w+)", endpoint).group(1)
+        try:
+            status, _, body = raw_post(server.port, path=path, headers={"Authorization": f"Bearer {READ_ONLY}"})
+            assert status == 404, body  # as if the session did not exist
+            status, _, _ = raw_post(server.port, path=path, headers={"Authorization": f"Bearer {FULL}"})
+            assert status == 202  # the owner's message is taken
+        finally:
+            stream.close()
