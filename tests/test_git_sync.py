@@ -527,3 +527,24 @@ def test_harmless_notes_from_a_teammate_still_merge(two: tuple[Memory, Memory]) 
     a.git_sync()
     report = b.git_sync()
     assert DAILY in report.pulled
+
+
+def test_a_teammates_line_that_completes_a_secret_already_begun_is_not_merged(
+        machines: tuple[Path, Path, Path]) -> None:
+    _, a, b = machines
+    note = "memory/2026-03-10.md"
+    (b / note).write_text("# 2026-03-10\n\n- Deploy key, first half: AKIAIOSF\n- The standup is at 9:30.\n",
+                          encoding="utf-8")
+    with hash_memory(b) as mb:
+        mb.git_sync()
+    git(a, "pull", "--quiet", "origin", "main")
+    lines = lines_of(a / note)
+    lines.insert(3, "ODNN7EXAMPLE is the rest of it")  # right below the first half: harmless alone
+    (a / note).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    git(a, "commit", "--quiet", "-am", "the rest")
+    git(a, "push", "--quiet", "origin", "main")
+
+    with hash_memory(b) as mb, pytest.raises(GitSyncError) as raised:
+        mb.git_sync()
+    assert raised.value.kind == "refused" and f"{note} line 4: a secret" in str(raised.value)
+    assert "ODNN7EXAMPLE" not in (b / note).read_text(encoding="utf-8")

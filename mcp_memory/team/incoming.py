@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from mcp_memory.safety import find_secrets, looks_like_injection
 from mcp_memory.team.git_cli import Git
@@ -44,8 +45,8 @@ def refused_lines(git: Git, theirs: str, pathspecs: list[str]) -> list[Refused]:
                       "--", *pathspecs).names()
     found: list[Refused] = []
     for path in changed:
-        for first, lines in _added_runs(git, base, theirs, path):
-            found.extend(_screened(path, first, lines))
+        for hunk in _hunks(git, base, theirs, path):
+            found.extend(_screened(path, hunk))
     return found
 
 
@@ -66,40 +67,41 @@ def _merge_base(git: Git, theirs: str) -> str:
     return _EMPTY_TREE.get(form, _EMPTY_TREE["sha1"])
 
 
-def _added_runs(git: Git, base: str, theirs: str, path: str) -> Iterator[tuple[int, list[str]]]:
-    """Each run of consecutive lines ``theirs`` added to ``path`` since ``base``: its first line and its lines."""
-    diff = git.run("diff", "--no-color", "--no-ext-diff", "--unified=0", "--no-renames", base, theirs,
+def _hunks(git: Git, base: str, theirs: str, path: str) -> Iterator[list[tuple[int, str, bool]]]:
+    """Each hunk of what ``theirs`` changed in ``path`` since ``base``, as its new version reads:
+    (line number, text, whether the line is new), with a line of context on either side."""
+    diff = git.run("diff", "--no-color", "--no-ext-diff", "--unified=1", "--no-renames", base, theirs,
                    "--", f":(literal){path}").stdout
-    first, lines = 0, list[str]()
+    hunk: list[tuple[int, str, bool]] = []
+    number = 0
     for raw in diff.split(b"\n"):
-        hunk = _HUNK.match(raw)
-        if hunk:
-            if lines:
-                yield first, lines
-            first, lines = int(hunk.group(1)), []
-        elif raw.startswith(b"+") and not raw.startswith(b"+++") and first:
-            lines.append(raw[1:].decode("utf-8", "replace"))
-    if lines:
-        yield first, lines
+        start = _HUNK.match(raw)
+        if start:
+            if hunk:
+                yield hunk
+            hunk, number = [], int(start.group(1))
+        elif number and raw[:1] in (b"+", b" ") and not raw.startswith(b"+++"):
+            hunk.append((number, raw[1:].decode("utf-8", "replace"), raw[:1] == b"+"))
+            number += 1
+    if hunk:
+        yield hunk
 
 
-def _screened(path: str, first: int, lines: list[str]) -> list[Refused]:
-    out = []
-    for offset, line in enumerate(lines):
-        reason = _reason(line)
-        if reason:
-            out.append(Refused(path, first + offset, reason))
-    if out or len(lines) < 2:
+def _screened(path: str, hunk: list[tuple[int, str, bool]]) -> list[Refused]:
+    """The new lines of one hunk that memory refuses: each alone, then each pair of neighbours with a new
+    line among them (a key broken over lines that pass one by one, completed by a line already there),
+    then the whole hunk (instructions spread over it)."""
+    out = [Refused(path, number, reason) for number, text, new in hunk if new and (reason := _reason(text))]
+    if out:
         return out
-    # A key broken over lines that pass one by one, or instructions spread over them: named by the
-    # two lines that hold it, else by the whole run.
-    for offset in range(len(lines) - 1):
-        reason = _reason("\n".join(lines[offset : offset + 2]))
-        if reason:
-            out.append(Refused(path, first + offset, f"{reason}, over lines {first + offset}-{first + offset + 1}"))
-    reason = None if out else _reason("\n".join(lines))
-    if reason:
-        out.append(Refused(path, first, f"{reason}, over lines {first}-{first + len(lines) - 1}"))
+    # A line already there that memory would refuse alone is the file's own matter, not the merge's.
+    lines = [(number, text, new) for number, text, new in hunk if new or _reason(text) is None]
+    for (first, text, new), (second, following, new_too) in pairwise(lines):
+        if (new or new_too) and (reason := _reason(f"{text}\n{following}")):
+            out.append(Refused(path, first if new else second, f"{reason}, over lines {first}-{second}"))
+    added = [number for number, _, new in lines if new]
+    if not out and added and (reason := _reason("\n".join(text for _, text, _ in lines))):
+        out.append(Refused(path, added[0], f"{reason}, over lines {lines[0][0]}-{lines[-1][0]}"))
     return out
 
 
