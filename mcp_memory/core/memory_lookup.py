@@ -52,7 +52,6 @@ class _FileMemories:
     spans: list[tuple[int, int]]  # memory-shaped blocks, 0-based first and last line
     at_line: list[int]  # for each 0-based line, the index of the block holding it, or -1
     ids: list[object]  # per block: its id, None (no letter or digit: not a memory) or _NOT_READ
-    starts: list[int]  # per block, its 1-based first line
 
     def id_of(self, block: int) -> str | None:
         found = self.ids[block]
@@ -117,7 +116,7 @@ class MemoryLookup:
         memories = self._memories(path)
         if memories is None:
             return None
-        block = next((b for b in _outwards(memories.starts, line) if memories.id_of(b) == memory_id), None)
+        block = next((b for b in _outwards(memories.spans, line) if memories.id_of(b) == memory_id), None)
         unit = memories.unit(block) if block is not None else None
         return self._located(path, memories, unit) if unit is not None else None
 
@@ -159,8 +158,7 @@ class MemoryLookup:
         for index, (start, end) in enumerate(spans):
             for n in range(start, end + 1):
                 at_line[n] = index
-        memories = _FileMemories(key, file.abs_path, lines, spans, at_line, [_NOT_READ] * len(spans),
-                                 [start + 1 for start, _ in spans])
+        memories = _FileMemories(key, file.abs_path, lines, spans, at_line, [_NOT_READ] * len(spans))
         with self._lock:
             if len(self._files) >= _MAX_CACHED_FILES:
                 self._files.clear()
@@ -168,14 +166,17 @@ class MemoryLookup:
         return memories
 
 
-def _outwards(starts: list[int], line: int) -> Iterator[int]:
-    """The blocks whose 1-based first lines are ``starts`` (increasing) by how far they are from
-    ``line``, the earlier of two as far first: what sorting every block by that distance gives, without
+def _outwards(spans: list[tuple[int, int]], line: int) -> Iterator[int]:
+    """The blocks of ``spans`` (in file order) by how far their first line is from 1-based ``line``,
+    the earlier of two as far first: what sorting every block by that distance gives, without
     sorting (a search asks this for each of its hits, in files of hundreds of memories)."""
-    after = bisect.bisect_left(starts, line)
+    def start(block: int) -> int:
+        return spans[block][0] + 1
+
+    after = bisect.bisect_left(spans, line, key=lambda span: span[0] + 1)
     before = after - 1
-    while before >= 0 or after < len(starts):
-        if after >= len(starts) or (before >= 0 and line - starts[before] <= starts[after] - line):
+    while before >= 0 or after < len(spans):
+        if after >= len(spans) or (before >= 0 and line - start(before) <= start(after) - line):
             yield before
             before -= 1
         else:

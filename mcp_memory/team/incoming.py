@@ -3,8 +3,8 @@
 Everything the product writes passes the write filters (``safety/``). A teammate's commit does
 not: it may carry a key pasted into a note, or a line written to steer the next model that reads
 it. Sync reads the lines the remote added to the memory files since the two machines last met
-(``git diff`` from where the two histories met), and refuses the whole merge when one holds a secret (also one spread
-over consecutive added lines) or reads as instructions to a model. Nothing is rewritten: the
+(``git diff`` from where the two histories met), and refuses the whole merge when one holds a
+secret (also one it completes with the lines above it) or reads as instructions to a model. Nothing is rewritten: the
 repository and the notes stay as they were, the message names each file and line (never the
 secret), and says how to go on: the author removes the line and pushes, or the user, having read
 it, merges by hand, after which sync has nothing left to read.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import pairwise
 
 from mcp_memory.safety import find_secrets, looks_like_injection
+from mcp_memory.safety.split_secrets import completes_secret
 from mcp_memory.team.git_cli import Git
 
 MAX_LISTED = 8  # findings named in the message; the rest are counted
@@ -88,20 +88,20 @@ def _hunks(git: Git, base: str, theirs: str, path: str) -> Iterator[list[tuple[i
 
 
 def _screened(path: str, hunk: list[tuple[int, str, bool]]) -> list[Refused]:
-    """The new lines of one hunk that memory refuses: each alone, then each pair of neighbours with a new
-    line among them (a key broken over lines that pass one by one, completed by a line already there),
-    then the whole hunk (instructions spread over it)."""
+    """The new lines of one hunk that memory refuses: each alone; then each that completes a secret
+    with the lines above it (``safety/split_secrets.py``, as a store reads the memories before it),
+    those already in the file included; then the new lines read together (instructions spread over them)."""
     out = [Refused(path, number, reason) for number, text, new in hunk if new and (reason := _reason(text))]
     if out:
         return out
-    # A line already there that memory would refuse alone is the file's own matter, not the merge's.
-    lines = [(number, text, new) for number, text, new in hunk if new or _reason(text) is None]
-    for (first, text, new), (second, following, new_too) in pairwise(lines):
-        if (new or new_too) and (reason := _reason(f"{text}\n{following}")):
-            out.append(Refused(path, first if new else second, f"{reason}, over lines {first}-{second}"))
-    added = [number for number, _, new in lines if new]
-    if not out and added and (reason := _reason("\n".join(text for _, text, _ in lines))):
-        out.append(Refused(path, added[0], f"{reason}, over lines {lines[0][0]}-{lines[-1][0]}"))
+    texts = [text for _, text, _ in hunk]
+    for place, (number, text, new) in enumerate(hunk):
+        if new and (kind := completes_secret(texts[:place], text)):
+            out.append(Refused(path, number, f"a secret ({kind}) completed with the lines above it"))
+    added = [(number, text) for number, text, new in hunk if new]
+    if not out and len(added) > 1 and looks_like_injection("\n".join(text for _, text in added)):
+        out.append(Refused(path, added[0][0], f"instructions to a model (prompt injection), over lines "
+                                              f"{added[0][0]}-{added[-1][0]}"))
     return out
 
 
