@@ -31,6 +31,7 @@ LoCoMo is CC BY-NC 4.0 and read in place (``--locomo``); it is never copied into
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -47,15 +48,13 @@ from bench import conversational, dialogue
 from bench import locomo as locomo_bench
 from bench.machine import emit, loadavg, machine
 from mcp_memory.config import load_settings
-from mcp_memory.core.periods import date_closeness, query_periods
 from mcp_memory.core.requests import SearchRequest
+from mcp_memory.index.hybrid import Ranking
 from mcp_memory.memory import Memory
-from mcp_memory.search.query_focus import focus
-from mcp_memory.search.rerank import local as local_rerank
-from mcp_memory.search.rerank.local import LocalReranker, _pairs
+from mcp_memory.search.rerank.local import Evidence, LocalReranker, Weights, blended
 
 SETS = ("locomo", "locomo-conv", "dialogue", "dialogue-conv", "ours")
-GRID = {
+GRID = {  # the fields of ``Weights``
     "first": (0.4, 0.6, 0.8, 1.0),
     "lines": (0.2, 0.4, 0.6),
     "phrases": (0.1, 0.2, 0.3),
@@ -73,15 +72,10 @@ class Case:
     relevant: set[str]
     skip: frozenset[str]
     default_paths: list[str]
-    ranking: object  # the first stage's Ranking, for MMR
+    ranking: Ranking  # the first stage's, for MMR
     rows: list[int]
     paths: list[str]
-    first: list[float]
-    lines: list[float]
-    phrases: list[float] | None
-    dates: list[float] | None
-    closest: list[float] | None
-    confidence: float
+    evidence: Evidence  # what the local reranker reads of each candidate
 
 
 @dataclass
@@ -145,59 +139,19 @@ def read_cases(name: str, args: argparse.Namespace, memories: dict[Path, Memory]
         ranking, candidates = memory.precision.candidates(request)
         if not candidates:
             continue
-        out.cases.append(_evidence(reranker, query_id, split, relevant, skip, default, ranking, candidates))
+        out.cases.append(Case(query_id, split, relevant, skip, default, ranking, [row for row, _ in ranking.ranked],
+                              [c.path for c in candidates], reranker.evidence(ranking.query, candidates)))
     return out
-
-
-def _evidence(reranker: LocalReranker, query_id: str, split: str, relevant: set[str], skip: frozenset[str],
-              default: list[str], ranking: object, candidates: list) -> Case:
-    """Each candidate's evidence as ``LocalReranker.rerank`` reads it."""
-    query = focus(ranking.query)  # type: ignore[attr-defined]
-    analyzer = reranker._analyzer
-    terms = analyzer.query_terms(query)
-    weights = reranker._idf(terms) if terms else {}
-    total = sum(weights.values())
-    periods = query_periods(query)
-    phrases = _pairs(analyzer.sequence(query))
-    lines = [reranker.line_evidence(c.text, weights, total)[0] for c in candidates]
-    confidence = min(1.0, max(0.0, (max(lines) - local_rerank.WORDS_FOUND_LOW)
-                              / (local_rerank.WORDS_FOUND_HIGH - local_rerank.WORDS_FOUND_LOW)))
-    return Case(
-        query_id, split, relevant, skip, default, ranking,
-        [row for row, _ in ranking.ranked],  # type: ignore[attr-defined]
-        [c.path for c in candidates], [c.score for c in candidates], lines,
-        [reranker.phrase_share(c.text, phrases) for c in candidates] if phrases else None,
-        [date_closeness(periods, c.date) for c in candidates] if periods else None,
-        reranker._closest_lines(query, candidates), confidence)
-
-
-def blended(case: Case, w: dict[str, float]) -> list[float]:
-    """``LocalReranker.rerank``'s scores of the case's candidates under the weights ``w``."""
-    scale = w["first"] + w["lines"] + (w["phrases"] if case.phrases is not None else 0.0) \
-        + (w["dates"] if case.dates is not None else 0.0)
-    scores = []
-    for i in range(len(case.rows)):
-        lexical = w["lines"] * case.lines[i]
-        if case.phrases is not None:
-            lexical += w["phrases"] * case.phrases[i]
-        score = w["first"] * case.first[i] + case.confidence * lexical
-        if case.dates is not None:
-            score += w["dates"] * case.dates[i]
-        scores.append(score / scale)
-    if case.closest is not None:
-        v = w["line_vectors"]
-        scores = [(s + v * c) / (1 + v) for s, c in zip(scores, case.closest, strict=True)]
-    return scores
 
 
 def scored(sets: SetCases, case: Case, w: dict[str, float], k: int) -> tuple[float, float]:
     """R@5 and reciprocal rank of the case's first relevant file under the weights ``w``."""
-    scores = blended(case, w)
+    scores = blended(case.evidence, Weights(**w))
     order = sorted(range(len(scores)), key=lambda i: scores[i], reverse=True)
     # ``PrecisionSearch._diversify`` on the first k picks only: MMR picks greedily, so they are the same.
     high, low = scores[order[0]], scores[order[-1]]
     spread = [(case.rows[i], (scores[i] - low) / (high - low) if high > low else 1.0) for i in order]
-    picked = sets.memory.engine.searcher.diversify(case.ranking.snapshot, spread, k)  # type: ignore[attr-defined]
+    picked = sets.memory.engine.searcher.diversify(case.ranking.snapshot, spread, k)
     path_of = dict(zip(case.rows, case.paths, strict=True))
     return _figures(case, [path_of[row] for row, _ in picked])
 
@@ -232,9 +186,7 @@ def main() -> None:
         print(f"{name}: {len(sets[-1].cases)} queries read in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     k = sets[0].memory.settings.search.max_results
 
-    product = {"first": local_rerank.FIRST_STAGE_WEIGHT, "lines": local_rerank.LINE_EVIDENCE_WEIGHT,
-               "phrases": local_rerank.PHRASE_WEIGHT, "dates": local_rerank.DATE_WEIGHT,
-               "line_vectors": local_rerank.LINE_VECTOR_WEIGHT}
+    product = dataclasses.asdict(Weights())
     points = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
     if product not in points:
         points.append(product)

@@ -30,6 +30,7 @@ import copy
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 from mcp_memory.core.analysis import TermAnalyzer
@@ -73,6 +74,10 @@ class LocalReranker:
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
         if not candidates:
             return []
+        return blended(self.evidence(query, candidates))
+
+    def evidence(self, query: str, candidates: Sequence[RerankCandidate]) -> Evidence:
+        """What this reranker reads of each candidate (at least one), before any weight is applied."""
         # A long query (the conversation so far) is read for its focus, the latest turn: the
         # candidates' first-stage scores carry the rest of it (``search/query_focus.py``).
         query = focus(query)
@@ -81,28 +86,17 @@ class LocalReranker:
         total = sum(weights.values())
         periods = query_periods(query)
         phrases = _pairs(self._analyzer.sequence(query))
-        scale = (FIRST_STAGE_WEIGHT + LINE_EVIDENCE_WEIGHT + (PHRASE_WEIGHT if phrases else 0.0)
-                 + (DATE_WEIGHT if periods else 0.0))
-        evidence = [self.line_evidence(c.text, weights, total)[0] for c in candidates]
+        lines = [self.line_evidence(c.text, weights, total)[0] for c in candidates]
         # Words are evidence only when the query's words are really found: an English question
         # over Chinese notes matches a stray English word here and there, which must not
         # outweigh the meaning the first stage found. Word evidence counts fully when some
         # candidate holds a good share of the query's weight, and not at all when none does.
-        confidence = min(1.0, max(0.0, (max(evidence) - WORDS_FOUND_LOW) / (WORDS_FOUND_HIGH - WORDS_FOUND_LOW)))
-        scores = []
-        for candidate, found in zip(candidates, evidence, strict=True):
-            lexical = LINE_EVIDENCE_WEIGHT * found
-            if phrases:
-                lexical += PHRASE_WEIGHT * self.phrase_share(candidate.text, phrases)
-            score = FIRST_STAGE_WEIGHT * candidate.score + confidence * lexical
-            if periods:
-                score += DATE_WEIGHT * date_closeness(periods, candidate.date)
-            scores.append(score / scale)
-        closest = self._closest_lines(query, candidates)
-        if closest is not None:
-            scores = [(s + LINE_VECTOR_WEIGHT * c) / (1 + LINE_VECTOR_WEIGHT)
-                      for s, c in zip(scores, closest, strict=True)]
-        return scores
+        confidence = min(1.0, max(0.0, (max(lines) - WORDS_FOUND_LOW) / (WORDS_FOUND_HIGH - WORDS_FOUND_LOW)))
+        return Evidence(
+            first=[c.score for c in candidates], lines=lines, confidence=confidence,
+            phrases=[self.phrase_share(c.text, phrases) for c in candidates] if phrases else None,
+            dates=[date_closeness(periods, c.date) for c in candidates] if periods else None,
+            closest=self._closest_lines(query, candidates))
 
     def _closest_lines(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float] | None:
         """Each candidate's closest-line evidence (0..1), or None when there is none to hear."""
@@ -140,6 +134,48 @@ class LocalReranker:
             if len(self._lines) > _CACHED_LINES:
                 self._lines.popitem(last=False)
         return cached
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the local reranker reads of each candidate, in the candidates' order (each 0..1)."""
+
+    first: list[float]  # the first stage's fused score
+    lines: list[float]  # the best two-line window's share of the query's word weight
+    confidence: float  # how far word evidence counts: some candidate holds a good share of the words
+    phrases: list[float] | None  # the share of the query's word pairs one line holds (None: no pair)
+    dates: list[float] | None  # closeness to a period the query names (None: it names none)
+    closest: list[float] | None  # the closest line by the line model, spread (None: not heard)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How much each kind of evidence counts (round numbers, checked across sets: bench/rerank_weights.py)."""
+
+    first: float = FIRST_STAGE_WEIGHT
+    lines: float = LINE_EVIDENCE_WEIGHT
+    phrases: float = PHRASE_WEIGHT
+    dates: float = DATE_WEIGHT
+    line_vectors: float = LINE_VECTOR_WEIGHT
+
+
+def blended(evidence: Evidence, weights: Weights = Weights()) -> list[float]:
+    """Each candidate's score (0..1) from its evidence under ``weights``."""
+    e, w = evidence, weights
+    scale = (w.first + w.lines + (w.phrases if e.phrases is not None else 0.0)
+             + (w.dates if e.dates is not None else 0.0))
+    scores = []
+    for i, first in enumerate(e.first):
+        lexical = w.lines * e.lines[i]
+        if e.phrases is not None:
+            lexical += w.phrases * e.phrases[i]
+        score = w.first * first + e.confidence * lexical
+        if e.dates is not None:
+            score += w.dates * e.dates[i]
+        scores.append(score / scale)
+    if e.closest is not None:
+        scores = [(s + w.line_vectors * c) / (1 + w.line_vectors) for s, c in zip(scores, e.closest, strict=True)]
+    return scores
 
 
 def _pairs(sequence: list[str]) -> frozenset[tuple[str, str]]:
