@@ -381,7 +381,7 @@ class HybridSearcher:
                 q for q in map(_clean_query, queries) if q.strip() and q not in self._query_vectors))
         if len(missing) < 2:
             return  # one query gains nothing: its search embeds it
-        vectors = self.embedder.embed_queries([embedded_part(q) for q in missing])
+        vectors = self.embedder.embed_queries([_embedded_part(q) for q in missing])
         with self._lock:
             for query, vector in zip(missing, vectors, strict=False):  # whatever the embedder returned
                 self._remember_query_vector(query, vector)
@@ -393,7 +393,7 @@ class HybridSearcher:
             if cached is not None:
                 self._query_vectors.move_to_end(query)
                 return cached
-        vector = self.embedder.embed_query(embedded_part(query))
+        vector = self.embedder.embed_query(_embedded_part(query))
         with self._lock:
             self._remember_query_vector(query, vector)
         return vector
@@ -502,7 +502,7 @@ def _clean_prefix(prefix: str) -> str:
     return prefix.replace("\\", "/").removeprefix("./")
 
 
-def embedded_part(query: str) -> str:
+def _embedded_part(query: str) -> str:
     """What of ``query`` (already cut to ``MAX_QUERY_CHARS``) the embedder reads: all of it up to
     ``EMBEDDED_QUERY_CHARS``; beyond, its end, from a word's start when one is near. The 4,000
     characters of a pasted transcript took 45-100 ms to embed, and their vector, a mean over a
