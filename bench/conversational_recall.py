@@ -8,8 +8,13 @@ nothing is held back as already shown). The file the conversation's own turns co
 counted, as in ``bench/conversational.py``. Per group (source, variant, language, split):
 
 * hit: share of prompts whose block holds at least one relevant memory;
+* evidence hit: share of prompts whose block holds an evidence line (the turn that states the
+  answer), a stricter hit: a relevant file's other turns do not count;
 * precision: share of the injected memories that are relevant (over every prompt);
-* items: memories injected per prompt;
+* precision by characters: share of the injected characters that come from relevant memories
+  (a turn shown with the turns that answer it is one item: this share does not move when
+  neighbouring items merge);
+* items: memories injected per prompt, and characters per prompt;
 * silence: share of unrelated prompts that get no block at all. The unrelated prompts are the
   80 of ``bench/data/recall_cases.json`` that no memory of that set bears on (a poem about
   autumn, a regex, a unit conversion); none is about the people or facts of these sets.
@@ -49,13 +54,19 @@ _SPEAKER = re.compile(r"^[^:：\n]{1,40}[:：]\s*")
 class RecallScores:
     prompts: int = 0
     hits: int = 0  # prompts with a relevant memory in the block
+    line_hits: int = 0  # prompts with a memory in the block that holds an evidence line
     injected: int = 0
     relevant: int = 0
+    chars: int = 0  # characters of the memories injected
+    relevant_chars: int = 0
 
     def row(self) -> dict[str, float | int]:
         return {"prompts": self.prompts, "hit": round(self.hits / self.prompts, 3) if self.prompts else 0.0,
+                "line_hit": round(self.line_hits / self.prompts, 3) if self.prompts else 0.0,
                 "precision": round(self.relevant / self.injected, 3) if self.injected else 0.0,
-                "items": round(self.injected / self.prompts, 2) if self.prompts else 0.0}
+                "char_precision": round(self.relevant_chars / self.chars, 3) if self.chars else 0.0,
+                "items": round(self.injected / self.prompts, 2) if self.prompts else 0.0,
+                "chars": round(self.chars / self.prompts) if self.prompts else 0}
 
 
 def last_turn(text: str) -> str:
@@ -89,8 +100,12 @@ def evaluate(memory: Memory, queries: list[conv.Query], unrelated: list[str]) ->
             s = table[key]
             s.prompts += 1
             s.hits += right > 0
+            s.line_hits += any(h.path == path and h.start_line <= line <= h.end_line
+                               for h in shown for path, line in q.lines)
             s.injected += len(shown)
             s.relevant += right
+            s.chars += sum(len(h.snippet) for h in shown)
+            s.relevant_chars += sum(len(h.snippet) for h in shown if h.path in q.files)
     silent = sum(1 for prompt in unrelated if not memory.recall_hits(prompt))
     latencies.sort()
     return {"scores": {k: v.row() for k, v in sorted(table.items())},
@@ -100,9 +115,12 @@ def evaluate(memory: Memory, queries: list[conv.Query], unrelated: list[str]) ->
 
 def summary(source: str, result: dict) -> str:
     lines = [f"auto-recall on {source} (prompt: the last turn)", "",
-             "| group | prompts | hit | precision | items per prompt |", "| --- | --- | --- | --- | --- |"]
+             "| group | prompts | hit | evidence hit | precision | precision by characters | items per prompt "
+             "| characters per prompt |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for group, row in result["scores"].items():
-        lines.append(f"| {group} | {row['prompts']} | {row['hit']} | {row['precision']} | {row['items']} |")
+        lines.append(f"| {group} | {row['prompts']} | {row['hit']} | {row['line_hit']} | {row['precision']} "
+                     f"| {row['char_precision']} "
+                     f"| {row['items']} | {row['chars']} |")
     lines.append(f"\nsilence on {result['unrelated']} unrelated prompts: {result['silence']}; "
                  f"recall p50 {result['p50_ms']} ms")
     return "\n".join(lines)
