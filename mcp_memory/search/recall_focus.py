@@ -3,7 +3,9 @@
 A search hit is a chunk (a dozen bullets under a heading) narrowed to the lines around its best
 line. Recall injects text before every answer, so it shows less: the memory (list item,
 paragraph, table row) the hit is named by (``core/memory_ids.py``), and any other memory of the
-narrowed lines that matches the prompt at least as well, each cited on its own lines. Two kinds
+narrowed lines that matches the prompt at least as well, each cited on its own lines. A turn of a
+logged conversation comes with the turns that answer it (``core/exchanges.py``), cited as one
+range. Two kinds
 of text are the product's own bookkeeping, not memories, and are never shown unless the prompt
 asks about past sessions:
 
@@ -19,6 +21,7 @@ import re
 from dataclasses import replace
 
 from mcp_memory.core.analysis import TermAnalyzer
+from mcp_memory.core.exchanges import exchange
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import retired_by, without_marks
 from mcp_memory.core.memory_lookup import LocatedMemory, MemoryLookup
@@ -63,25 +66,34 @@ def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[Sear
         if not units:
             out.append(hit)
             continue
-        shown = _matched(hit, units, terms)
-        out.extend(_as_hit(hit, unit) for unit in shown)
+        real = [u for u in units if not _BOOKKEEPING_LINE.match(u.text) and not retired_by(u.text)]
+        shown: list[range] = []
+        for index in _matched(hit, real, terms):
+            # A turn of a logged conversation comes with the turns that answer it (core/exchanges.py).
+            turns = exchange(real, index)
+            if shown and turns.start < shown[-1].stop:
+                shown[-1] = range(shown[-1].start, max(shown[-1].stop, turns.stop))
+            else:
+                shown.append(turns)
+        out.extend(_as_hit(hit, real[turns.start: turns.stop]) for turns in shown)
     return out
 
 
-def _matched(hit: SearchHit, units: list[LocatedMemory], terms: set[str]) -> list[LocatedMemory]:
-    """The memory a hit is named by (unless another near its best line matches the prompt's words
-    better), then the others near it that match at least half as well."""
-    real = [u for u in units if not _BOOKKEEPING_LINE.match(u.text) and not retired_by(u.text)]
+def _matched(hit: SearchHit, real: list[LocatedMemory], terms: set[str]) -> list[int]:
+    """Indices (into ``real``, in order) of the memory a hit is named by (unless another near its
+    best line matches the prompt's words better), then of the others near it that match at least
+    half as well."""
     if not real:
         return []
-    near = [u for u in real if u.end_line >= hit.start_line and u.start_line <= hit.end_line] or real
-    scores = _word_scores(near, terms)
-    named = next((i for i, u in enumerate(near) if u.id and u.id == hit.id), None)
-    best = max(range(len(near)), key=lambda i: (scores[i], i == named, -i))
+    near = [i for i, u in enumerate(real) if u.end_line >= hit.start_line and u.start_line <= hit.end_line] \
+        or list(range(len(real)))
+    scores = _word_scores([real[i] for i in near], terms)
+    named = next((k for k, i in enumerate(near) if real[i].id and real[i].id == hit.id), None)
+    best = max(range(len(near)), key=lambda k: (scores[k], k == named, -k))
     main = named if named is not None and scores[named] >= scores[best] else best
-    extra = [i for i in range(len(near)) if i != main and scores[i] > 0 and scores[i] >= scores[main] / 2]
-    extra = sorted(extra, key=lambda i: -scores[i])[:MAX_EXTRA]
-    return [near[i] for i in sorted([main, *extra])]
+    extra = [k for k in range(len(near)) if k != main and scores[k] > 0 and scores[k] >= scores[main] / 2]
+    extra = sorted(extra, key=lambda k: -scores[k])[:MAX_EXTRA]
+    return [near[k] for k in sorted([main, *extra])]
 
 
 def _word_scores(units: list[LocatedMemory], terms: set[str]) -> list[float]:
@@ -92,11 +104,13 @@ def _word_scores(units: list[LocatedMemory], terms: set[str]) -> list[float]:
     return [sum(weight[t] for t in f) for f in found]
 
 
-def _as_hit(hit: SearchHit, unit: LocatedMemory) -> SearchHit:
-    text = "\n".join(line.strip() for line in without_marks(unit.text).split("\n") if line.strip())
-    # The hit is this memory now: its chunk range too (a hook receives it over the bridge as such).
-    return replace(hit, start_line=unit.start_line, end_line=unit.end_line, chunk_start_line=unit.start_line,
-                   chunk_end_line=unit.end_line, snippet=text, id=unit.id or hit.id)
+def _as_hit(hit: SearchHit, units: list[LocatedMemory]) -> SearchHit:
+    """``hit`` as these consecutive memories (one, or a turn and those that answer it), named by the first."""
+    text = "\n".join(line.strip() for unit in units for line in without_marks(unit.text).split("\n") if line.strip())
+    first, last = units[0], units[-1]
+    # The hit is these memories now: its chunk range too (a hook receives it over the bridge as such).
+    return replace(hit, start_line=first.start_line, end_line=last.end_line, chunk_start_line=first.start_line,
+                   chunk_end_line=last.end_line, snippet=text, id=first.id or hit.id)
 
 
 def _terms(text: str) -> set[str]:
