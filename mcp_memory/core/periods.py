@@ -4,7 +4,9 @@
 question that names a day, a month or a year is about notes from then. Daily files carry
 their date, so a reranker can prefer the notes of that period, and lean towards the days
 just after it (people write about an event a few days later). English and Chinese forms,
-plus ISO dates; a month without a year is left alone (it names every year).
+plus ISO dates. A day without a year ("on May 4th", "5月4号") is the last such day up to the
+day of the search: one asks a memory about the past. A month without a year is left alone (it
+names every year).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -50,6 +53,34 @@ def _year(year: str) -> Period | None:
     return Period(dt.date(y, 1, 1), dt.date(y, 12, 31)) if 1900 <= y <= 2200 else None
 
 
+def _recent_day(month: int | str, day: str, today: dt.date) -> Period | None:
+    """The last ``month``/``day`` on or before ``today`` (within the eight years before it: Feb 29)."""
+    for year in range(today.year, today.year - 8, -1):
+        try:
+            date = dt.date(year, int(month), int(day))
+        except ValueError:
+            continue
+        if date <= today:
+            return Period(date, date)
+    return None
+
+
+def _month_number(name: str) -> int | None:
+    """The month an English name says; "may" only capitalised, as "May" (else the verb)."""
+    if name.lower().rstrip(".") == "may" and name != "May":
+        return None
+    return _MONTHS.get(name.lower().rstrip("."))
+
+
+# Days without a year, read only against the day of the search, after the forms with a year.
+_YEARLESS: list[tuple[re.Pattern[str], Callable[[re.Match[str], dt.date], Period | None]]] = [
+    (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}}){_ORDINAL}\b(?![:.]?\d)", re.IGNORECASE),
+     lambda m, today: _recent_day(month, m[2], today) if (month := _month_number(m[1])) else None),
+    (re.compile(rf"\b(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH}(?!\w)", re.IGNORECASE),
+     lambda m, today: _recent_day(month, m[1], today) if (month := _month_number(m[2])) else None),
+    (re.compile(r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]"), lambda m, today: _recent_day(m[1], m[2], today)),
+]
+
 # Most specific first: a span taken by a day is not read again as a month or a year.
 _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]] = [
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), lambda m: _day(m[1], m[2], m[3])),
@@ -66,11 +97,15 @@ _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]
 ]
 
 
-def query_periods(text: str) -> list[Period]:
-    """The days, months and years ``text`` names, in the order of the patterns above."""
+def query_periods(text: str, today: dt.date | None = None) -> list[Period]:
+    """The days, months and years ``text`` names, in the order of the patterns above; with
+    ``today``, also the days it names without a year (the last such day up to ``today``)."""
     periods: list[Period] = []
     taken: list[tuple[int, int]] = []
-    for pattern, build in _PATTERNS:
+    patterns: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]] = list(_PATTERNS)
+    if today is not None:
+        patterns += [(pattern, partial(_on_day, build, today)) for pattern, build in _YEARLESS]
+    for pattern, build in patterns:
         for match in pattern.finditer(text):
             if any(start < match.end() and match.start() < end for start, end in taken):
                 continue
@@ -79,6 +114,11 @@ def query_periods(text: str) -> list[Period]:
                 periods.append(period)
                 taken.append((match.start(), match.end()))
     return periods
+
+
+def _on_day(build: Callable[[re.Match[str], dt.date], Period | None], today: dt.date,
+            match: re.Match[str]) -> Period | None:
+    return build(match, today)
 
 
 def date_closeness(periods: list[Period], date: dt.date | None) -> float:

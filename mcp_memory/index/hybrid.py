@@ -6,8 +6,10 @@
    ``vector_weight × vector + text_weight × text``; a chunk missing from one list scores 0
    there. When no vectors are ready (keyword-only mode, or embeddings still filling in),
    the text score alone is used.
-3. Temporal decay: chunks of dated daily files are multiplied by ``0.5 ** (age / half_life)``;
-   evergreen files (``MEMORY.md``, topic files) never decay.
+3. Dates: a query that names a day, month or year (``core/periods.py``; "on May 4th" is the
+   last May 4th up to the request's day) raises the daily files of that period by
+   ``NAMED_DATE_BOOST``. Temporal decay: chunks of dated daily files are multiplied by
+   ``0.5 ** (age / half_life)``; evergreen files (``MEMORY.md``, topic files) never decay.
 4. MMR: results are picked greedily by ``λ × relevance − (1 − λ) × max similarity`` to what
    was already picked, so near-duplicate chunks (overlaps, repeated notes) don't crowd out
    other memories. Similarity is the Jaccard overlap of the two chunks' keyword terms.
@@ -46,6 +48,7 @@ from mcp_memory.core import updates
 from mcp_memory.core.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import RETIRED_MARK, retired_by, unit_at
+from mcp_memory.core.periods import date_closeness, query_periods
 from mcp_memory.core.privacy import PrivacyRules
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
 MAX_QUERY_CHARS = 4000
 EMBEDDED_QUERY_CHARS = 1500  # a conversation as the query (60-150 words) is embedded whole
 RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much
+NAMED_DATE_BOOST = 0.5  # how much the daily files of the period a query names rise (bench/memorybank.py)
 # A tie for a hit's best line is settled by meaning between a daily log's few short bullets: at most
 # TIED_LINES lines of at most TIED_LINE_CHARS characters. Any other tie (a conversation's long turns,
 # each naming its speaker) keeps the first line: embedding those cost a first search over a LoCoMo
@@ -196,6 +200,13 @@ class HybridSearcher:
             return empty
 
         today = today or dt.date.today()
+        # A query that names a day, month or year ("what did I say on May 4th?") is about the
+        # daily notes of then: theirs rise (days around it do not: the reranker leans that way).
+        periods = query_periods(query, today)
+        if periods:
+            for row in fused:
+                if date_closeness(periods, snap.dates[row]) >= 1.0:
+                    fused[row] *= 1.0 + NAMED_DATE_BOOST
         if s.decay_enabled:
             for row in fused:
                 date = snap.dates[row]

@@ -12,6 +12,7 @@ reranker undoes it.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -127,7 +128,7 @@ class PrecisionSearch:
         ranking, candidates = self.candidates(request)
         if not candidates:
             return Reranked(ranking, [], [], None)
-        chosen = _seeing(reranker or self._configured(), ranking)
+        chosen = _seeing(reranker or self._configured(), ranking, request.today)
         warnings: list[str] = []
         try:
             scores = chosen.rerank(ranking.query, candidates)
@@ -139,7 +140,7 @@ class PrecisionSearch:
             warning = f"the {chosen.name} reranker failed ({exc}); the local reranker ordered these hits"
             log.warning(warning)
             warnings.append(warning)
-            chosen = _seeing(self._local(), ranking)
+            chosen = _seeing(self._local(), ranking, request.today)
             scores = chosen.rerank(ranking.query, candidates)
         scores = self._weigh(ranking, scores)
         threshold = self.settings.search.min_score if request.min_score is None else float(request.min_score)
@@ -186,8 +187,11 @@ def result_count(request: SearchRequest, settings: Settings, name: str = "top_k"
     return k
 
 
-def _seeing(reranker: Reranker, ranking: Ranking) -> Reranker:
-    """``reranker``, weighing words as the caller of ``ranking`` may see them (``index/visible_keywords.py``)."""
-    if ranking.keyword_stats is not None and isinstance(reranker, LocalReranker):
-        return reranker.weighing_by(ranking.keyword_stats.idf)
-    return reranker
+def _seeing(reranker: Reranker, ranking: Ranking, today: dt.date | None) -> Reranker:
+    """``reranker``, weighing words as the caller of ``ranking`` may see them (``index/visible_keywords.py``),
+    and reading a day named without a year against the request's day."""
+    if not isinstance(reranker, LocalReranker):
+        return reranker
+    if ranking.keyword_stats is not None:
+        reranker = reranker.weighing_by(ranking.keyword_stats.idf)
+    return reranker.on_day(today or dt.date.today())

@@ -27,6 +27,7 @@ Weights are round numbers, not fitted.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -64,11 +65,18 @@ class LocalReranker:
         self._analyzer = analyzer or TermAnalyzer()
         self._line_vectors = lines
         self._lines: OrderedDict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = OrderedDict()
+        self._today: dt.date | None = None
 
     def weighing_by(self, idf: IdfLookup) -> LocalReranker:
         """This reranker with another word weighting (the statistics a restricted caller may see)."""
         twin = copy.copy(self)
         twin._idf = idf
+        return twin
+
+    def on_day(self, today: dt.date) -> LocalReranker:
+        """This reranker reading a day named without a year ("on May 4th") as the last one up to ``today``."""
+        twin = copy.copy(self)
+        twin._today = today
         return twin
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
@@ -84,7 +92,7 @@ class LocalReranker:
         terms = self._analyzer.query_terms(query)
         weights = self._idf(terms) if terms else {}
         total = sum(weights.values())
-        periods = query_periods(query)
+        periods = query_periods(query, self._today or dt.date.today())
         phrases = _pairs(self._analyzer.sequence(query))
         lines = [self.line_evidence(c.text, weights, total)[0] for c in candidates]
         # Words are evidence only when the query's words are really found: an English question
