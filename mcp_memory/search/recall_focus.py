@@ -3,9 +3,9 @@
 A search hit is a chunk (a dozen bullets under a heading) narrowed to the lines around its best
 line. Recall injects text before every answer, so it shows less: the memory (list item,
 paragraph, table row) the hit is named by (``core/memory_ids.py``), and any other memory of the
-narrowed lines that matches the prompt at least as well, each cited on its own lines. A turn of a
-logged conversation comes with the turns that answer it (``core/exchanges.py``), cited as one
-range. Two kinds
+narrowed lines that matches the prompt at least as well, each cited on its own lines. In the best
+hit, a turn of a logged conversation comes with the turns that answer it (``core/exchanges.py``),
+cited as one range. Two kinds
 of text are the product's own bookkeeping, not memories, and are never shown unless the prompt
 asks about past sessions:
 
@@ -28,6 +28,10 @@ from mcp_memory.core.memory_lookup import LocatedMemory, MemoryLookup
 from mcp_memory.core.privacy import EPISODES_DIR
 
 MAX_EXTRA = 2  # memories shown beside the one a hit is named by
+# Hits, from the best, whose conversation turns come with the turns that answer them: the best
+# hit is the likeliest answer, and the others' answers would mostly add text the prompt does not
+# need (bench/conversational_recall.py: precision by characters).
+EXCHANGE_HITS = 1
 _CJK_CHAR = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
 _BOOKKEEPING_LINE = re.compile(
     r"^\s*[-*]\s+(?:none|(?:count|outcomes?|first seen|last seen|tags|records|start|end|client|session)\s*:)",
@@ -59,9 +63,12 @@ def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[Sear
     sessions = asks_about_sessions(prompt)
     terms = _terms(prompt)
     out: list[SearchHit] = []
+    shown_hits = 0
     for hit in hits:
         if is_bookkeeping(hit.path) and not sessions:
             continue
+        with_answers = shown_hits < EXCHANGE_HITS
+        shown_hits += 1
         units = naming.units_between(hit.path, hit.chunk_start_line, hit.chunk_end_line)
         if not units:
             out.append(hit)
@@ -70,7 +77,7 @@ def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[Sear
         shown: list[range] = []
         for index in _matched(hit, real, terms):
             # A turn of a logged conversation comes with the turns that answer it (core/exchanges.py).
-            turns = exchange(real, index)
+            turns = exchange(real, index) if with_answers else range(index, index + 1)
             if shown and turns.start < shown[-1].stop:
                 shown[-1] = range(shown[-1].start, max(shown[-1].stop, turns.stop))
             else:
