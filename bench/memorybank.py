@@ -14,9 +14,11 @@ a turn and a side (the user's message or the companion's reply); questions whose
 
 Each user gets a workspace of their own, as one person's memory would be: ``memory/YYYY-MM-DD.md``
 per day, a ``#`` heading with the date, then one bullet per message ("- Emily: ...",
-"- Companion: ..."). The question is asked as the user would ask it, in each search mode (default,
-precise, deep; ``bench.locomo.run_search``) at the default result count, with today the day after
-the last conversation. Figures per language:
+"- Companion: ..."). The days keep their month and day but are filed in the latest year they are
+past (2026 when run after May 6th, 2026): the questions name days without a year ("On May 4th"),
+which search and recall read as the last such day. The question is asked as the user would ask
+it, in each search mode (default, precise, deep; ``bench.locomo.run_search``) at the default
+result count, with today the day after the last conversation. Figures per language:
 
 * hit@1 / hit@5 and MRR: the first hit whose lines overlap an evidence line;
 * R@5: the share of evidence days among the first five distinct files;
@@ -140,14 +142,24 @@ Place = tuple[str, int]  # (workspace-relative path, 1-based line)
 Message = tuple[str, int, str]  # (date, turn, "query" | "response")
 
 
-def lay_out(user: str, record: dict[str, Any], lang: str) -> tuple[dict[str, list[str]], dict[Message, Place]]:
+def recent_year(days: list[str], today: dt.date) -> int:
+    """The latest year in which every one of ``days`` (ISO dates of one year) is before ``today``."""
+    last = max(dt.date.fromisoformat(d) for d in days)
+    return today.year if last.replace(year=today.year) < today else today.year - 1
+
+
+def lay_out(user: str, record: dict[str, Any], lang: str,
+            year: int | None = None) -> tuple[dict[str, list[str]], dict[Message, Place]]:
     """One user's days as files (path -> lines), and where each message landed:
-    (date, turn, "query" | "response") -> (path, 1-based line)."""
+    (date, turn, "query" | "response") -> (path, 1-based line). ``year``: the days are filed in
+    that year (month and day kept)."""
     files: dict[str, list[str]] = {}
     where: dict[Message, Place] = {}
     for date, turns in sorted(record.get("history", {}).items()):
-        path = f"memory/{date}.md"
-        lines = [f"# {date}", ""]
+        day = dt.date.fromisoformat(date)
+        filed = day.replace(year=year) if year else day
+        path = f"memory/{filed.isoformat()}.md"
+        lines = [f"# {filed.isoformat()}", ""]
         for turn, exchange in enumerate(turns):
             for side, speaker in (("query", user), ("response", COMPANION[lang])):
                 text = _one_line(exchange.get(side, ""))
@@ -281,7 +293,10 @@ def main() -> None:
     for lang in langs:
         bank, asked = load_bank(args.data, lang)
         for number, (user, record) in enumerate(bank.items()):
-            files, where = lay_out(user, record, lang)
+            # The chats are filed in the latest year they are past, so a question's "May 4th" names
+            # them as it would a user's recent memory (recall reads such a day against today).
+            year = recent_year(list(record["history"]), dt.date.today())
+            files, where = lay_out(user, record, lang, year)
             questions, left_out = questions_of(lang, user, asked.get(user, []), where, evidence)
             counts["left_out"] += left_out
             counts["questions"] += len(questions)
@@ -294,7 +309,7 @@ def main() -> None:
                 memory.sync()
                 memory.backfill()
                 index_seconds += time.perf_counter() - started
-                today = dt.date.fromisoformat(max(record["history"])) + dt.timedelta(days=1)
+                today = dt.date.fromisoformat(max(record["history"])).replace(year=year) + dt.timedelta(days=1)
                 for mode in modes:
                     forget_query_vectors(memory)
                     for q in questions:

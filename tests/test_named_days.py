@@ -84,3 +84,24 @@ def test_a_day_without_a_year_is_the_last_one_up_to_today(text: str, day: str) -
 @pytest.mark.parametrize("text", ["you may 4 times retry", "2023年5月4日的会议", "at 10:30 on May 4th, 2021"])
 def test_a_day_with_a_year_or_no_day_at_all_is_read_as_before(text: str) -> None:
     assert query_periods(text, today=dt.date(2023, 5, 7)) == query_periods(text)
+
+
+async def _recall(root: Path, prompt: str) -> str:
+    server, service = make_server(load_settings(root, environ={}), _indexed)
+    try:
+        async with Client(server) as client:
+            result = await client.call_tool("memory_recall", {"prompt": prompt})
+            assert not result.is_error, result
+            return result.structured_content["context"]
+    finally:
+        close_server(service)
+
+
+@pytest.mark.parametrize("prompt", ["Remind me, which exhibition did I see at the museum on May 4th?",
+                                    "5月4号我在博物馆看的是什么展来着？"])
+def test_recall_counts_the_day_a_prompt_names_as_found_in_that_days_notes(tmp_path: Path, prompt: str) -> None:
+    """The note of May 4th holds under half of the prompt's other words; its date is the rest."""
+    named = _last(5, 4, dt.date.today())
+    _workspace(tmp_path, named)
+    block = anyio.run(_recall, tmp_path, prompt)
+    assert f'source="memory/{named}.md#' in block, block

@@ -100,7 +100,12 @@ _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]
 def query_periods(text: str, today: dt.date | None = None) -> list[Period]:
     """The days, months and years ``text`` names, in the order of the patterns above; with
     ``today``, also the days it names without a year (the last such day up to ``today``)."""
-    periods: list[Period] = []
+    return [period for period, _ in named_periods(text, today)]
+
+
+def named_periods(text: str, today: dt.date | None = None) -> list[tuple[Period, str]]:
+    """``query_periods`` with the words of ``text`` that name each period ("May 4th", "5月4号")."""
+    found: list[tuple[Period, str]] = []
     taken: list[tuple[int, int]] = []
     patterns: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]] = list(_PATTERNS)
     if today is not None:
@@ -111,9 +116,9 @@ def query_periods(text: str, today: dt.date | None = None) -> list[Period]:
                 continue
             period = build(match)
             if period is not None:
-                periods.append(period)
+                found.append((period, match.group(0)))
                 taken.append((match.start(), match.end()))
-    return periods
+    return found
 
 
 def _on_day(build: Callable[[re.Match[str], dt.date], Period | None], today: dt.date,

@@ -48,7 +48,7 @@ from mcp_memory.core import updates
 from mcp_memory.core.analysis import TermAnalyzer, jaccard, keyword_tokens
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import RETIRED_MARK, retired_by, unit_at
-from mcp_memory.core.periods import date_closeness, query_periods
+from mcp_memory.core.periods import Period, date_closeness, named_periods
 from mcp_memory.core.privacy import PrivacyRules
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -100,6 +100,9 @@ class Ranking:
     # The keyword statistics of the files the caller may see, when it may not see them all
     # (``visible_keywords.py``); None: the whole index's.
     keyword_stats: VisibleKeywords | None = None
+    # The periods the query names, and the query's words that name them ("may", "4th")
+    periods: list[Period] = field(default_factory=list)
+    date_terms: frozenset[str] = frozenset()
 
     def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         if self._query_terms is None:
@@ -202,7 +205,9 @@ class HybridSearcher:
         today = today or dt.date.today()
         # A query that names a day, month or year ("what did I say on May 4th?") is about the
         # daily notes of then: theirs rise (days around it do not: the reranker leans that way).
-        periods = query_periods(query, today)
+        named = named_periods(query, today)
+        periods = [period for period, _ in named]
+        date_terms = frozenset(t for _, words in named for t in self.analyzer.query_terms(words))
         if periods:
             for row in fused:
                 if date_closeness(periods, snap.dates[row]) >= 1.0:
@@ -224,9 +229,9 @@ class HybridSearcher:
             # What would follow, by relevance: only read for memories that update one of the hits.
             return Ranking(snap, query, picked, vector_scores,
                            reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen],
-                           allowed=allowed, keyword_stats=stats)
+                           allowed=allowed, keyword_stats=stats, periods=periods, date_terms=date_terms)
         return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)], allowed=allowed,
-                       keyword_stats=stats)
+                       keyword_stats=stats, periods=periods, date_terms=date_terms)
 
     def idf(self, ranking: Ranking, terms: Iterable[str]) -> dict[str, float]:
         """BM25's IDF of each analysed term as the caller of ``ranking`` may see it."""
@@ -266,7 +271,12 @@ class HybridSearcher:
         """The cited hit for one ranked row."""
         snap, query = ranking.snapshot, ranking.query
         query_terms = ranking.query_terms(self.analyzer)
-        coverage = len(query_terms & self.row_terms(snap, row)) / len(query_terms) if query_terms else 0.0
+        held = self.row_terms(snap, row)
+        if ranking.date_terms and date_closeness(ranking.periods, snap.dates[row]) >= 1.0:
+            # A daily note of the day the query names says that day, in its file's name: the
+            # query's words for it ("May 4th") count as found, as its other words do.
+            held = held | ranking.date_terms
+        coverage = len(query_terms & held) / len(query_terms) if query_terms else 0.0
         return self._hit(snap, row, score, query, coverage, ranking.vector_scores.get(row))
 
     def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:

@@ -11,6 +11,7 @@ formats the block.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -21,6 +22,7 @@ from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
 from mcp_memory.core.memory_ids import memory_body, retired_by
+from mcp_memory.core.periods import date_closeness, query_periods
 from mcp_memory.core.recall import close_to_best, fit_to_budget, is_relevant, recall_key
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -89,7 +91,11 @@ class Recaller:
         hits, stale_now, updated = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
         stale |= stale_now
         updates_shown |= updated
-        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown)
+        # A memory of the day the prompt names ("what did I see on May 4th?") stays as well: the
+        # prompt is about that day, however close the other days' memories are to its words.
+        periods = query_periods(prompt, dt.date.today())
+        named_day = {h.id for h in hits if h.id and periods and date_closeness(periods, h.date) >= 1.0}
+        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown | named_day)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session, prompt_id) if session else 0
