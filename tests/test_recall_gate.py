@@ -94,3 +94,36 @@ def test_words_shared_by_chance_recall_nothing_but_a_prompt_on_the_topic_does(tm
             assert memory.recall_hits(prompt) == [], (prompt, [h.snippet for h in memory.recall_hits(prompt)])
         shown = memory.recall_hits("Did Tom's bees make it through the cold snap?")
         assert any("bees survive" in h.snippet for h in shown), [h.snippet for h in shown]
+
+
+def test_a_memory_found_by_keywords_alone_is_judged_by_its_cosine_too(tmp_path: Path) -> None:
+    """A memory outside the vector candidates shares a word with an unrelated prompt by chance.
+    Its cosine is low, not unknown: recall judges it as any other (a keyword share of a third is
+    not enough when the meaning is far), and search reports that cosine."""
+    nearer = ["The book club read a history of Venetian merchants and their ships.",
+              "A documentary about medieval explorers and the maps they drew.",
+              "The museum's new exhibit covers the silk trade between Europe and China.",
+              "Grandpa's stories about sailing to Asia as a young man.",
+              "Notes on the Mongol empire for the history quiz night.",
+              "A podcast episode about famous journeys across the desert.",
+              "The kids' school project on explorers of the thirteenth century.",
+              "An old atlas found in the attic, with routes drawn in pencil.",
+              "Planning a trip to Venice next spring, maybe in April.",
+              "Watched a film about a merchant's long voyage to the east.",
+              "The library's talk on ancient trade roads was sold out.",
+              "Read an article on how caravans crossed Central Asia.",
+              "The history teacher recommended a biography of Kublai Khan.",
+              "A board game about trading spices across the Mediterranean."]
+    notes = [*nearer, "Safe travels, see you soon after the conference!"]
+    for day, note in enumerate(notes, start=1):
+        write(tmp_path, f"memory/2026-03-{day:02d}.md", f"# 2026-03-{day:02d}\n\n- {note}\n")
+    settings = load_settings(tmp_path, environ={"MCP_MEMORY_SEARCH_CANDIDATE_MULTIPLIER": "1"})
+    memory = Memory(settings)
+    memory.index()
+    try:
+        prompt = "Who was Marco Polo and where did he travel?"
+        hits = memory.search(prompt, max_results=3)
+        assert hits and all(h.vector_similarity is not None for h in hits), hits
+        assert "Safe travels" not in memory.recall(prompt)
+    finally:
+        memory.close()

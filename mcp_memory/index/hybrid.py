@@ -277,7 +277,20 @@ class HybridSearcher:
             # query's words for it ("May 4th") count as found, as its other words do.
             held = held | ranking.date_terms
         coverage = len(query_terms & held) / len(query_terms) if query_terms else 0.0
-        return self._hit(snap, row, score, query, coverage, ranking.vector_scores.get(row))
+        return self._hit(snap, row, score, query, coverage, self._similarity(ranking, row))
+
+    def _similarity(self, ranking: Ranking, row: int) -> float | None:
+        """The cosine of ``row`` to the query: from the vector candidates, or, for a row that came by
+        its keywords alone, from its own vector (its cosine is low, not unknown: recall's gate must
+        not judge it by keywords alone, as it would a memory with no vector yet). None when the
+        search ran without vectors or the row has none."""
+        found = ranking.vector_scores.get(row)
+        if found is not None or not ranking.vector_scores or self.embedder is None:
+            return found
+        vector = ranking.snapshot.vector(row)
+        if vector is None:
+            return None
+        return float(np.dot(vector.astype(np.float32), self._query_vector(ranking.query)))
 
     def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:
         """The memory a hit on ``row`` for ``query`` is named by (its best line's)."""
