@@ -127,3 +127,30 @@ def test_a_memory_found_by_keywords_alone_is_judged_by_its_cosine_too(tmp_path: 
         assert "Safe travels" not in memory.recall(prompt)
     finally:
         memory.close()
+
+
+def test_a_bullet_close_to_the_prompt_is_recalled_from_a_chunk_of_unrelated_ones(tmp_path: Path) -> None:
+    """A day's log holds a dozen unrelated bullets: their meanings dilute the chunk's vector far
+    below the recall floor. The bullet that matches the prompt's words is judged on its own."""
+    bullets = ["The hallway plant needs water every four days.", "Greta brought a lemon tart to the potluck.",
+               "The attic window sticks in cold weather.", "Hugo is training for a half marathon.",
+               "Read a long article about coral reefs on the train.", "Ines collects vintage fountain pens.",
+               "The design mockups now live in Figma, no longer in Lanhu.", "The router is in the hallway closet.",
+               "Weekly one-on-one with Grace is on Mondays.", "The backup server is in Frankfurt.",
+               "The user's budget for the new laptop is 1,500 dollars.", "用户的儿子转学到了实验中学。"]
+    write(tmp_path, "memory/2026-11-10.md", "# 2026-11-10\n\n" + "".join(f"- {b}\n" for b in bullets))
+    for day, note in enumerate(["The office coffee machine was repaired.", "老马负责招聘。",
+                                "Code freeze is on December 12."], start=1):
+        write(tmp_path, f"memory/2026-10-{day:02d}.md", f"# 2026-10-{day:02d}\n\n- {note}\n")
+    memory = Memory(load_settings(tmp_path, environ={}))
+    memory.index()
+    try:
+        prompt = "Where are the design mockups kept for the mobile project?"
+        chunk = next(h for h in memory.search(prompt, max_results=5) if h.path == "memory/2026-11-10.md")
+        # Neither the chunk's words (under half the prompt's) nor its cosine would let it through.
+        assert chunk.keyword_coverage < 0.5 and chunk.vector_similarity is not None
+        assert chunk.vector_similarity < memory.engine.recall_floor()
+        assert "The design mockups now live in Figma" in memory.recall(prompt)
+        assert "Greta" not in memory.recall(prompt)
+    finally:
+        memory.close()

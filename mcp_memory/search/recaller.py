@@ -38,6 +38,9 @@ from mcp_memory.safety import looks_like_injection, redact_secrets
 from mcp_memory.search.recall_focus import focus
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
+# One memory's cosine runs higher than its chunk's: a memory turned away by its chunk's cosine must
+# clear the floor by this much on its own (bench/conversational_recall.py, bench/updates.py)
+MEMORY_FLOOR_MARGIN = 0.05
 _STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)
 
 
@@ -73,9 +76,10 @@ class Recaller:
         # memory among the hits updates (core/updates.py), is never recalled: the later one, when
         # among the candidates, takes its place.
         topic_floor = None if keywords_only else self.engine.topic_floor()
-        relevant = [h for h in candidates
-                    if is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
-                                   else r.keyword_only_coverage, topic_floor)]
+        passed = [is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
+                              else r.keyword_only_coverage, topic_floor) for h in candidates]
+        second = self._close_memories(prompt, candidates, passed, floor, r.keyword_only_coverage)
+        relevant = [h for i, h in enumerate(candidates) if passed[i] or i in second]
         stale = {h.id for h in candidates if h.replaced_by}
         candidates = [h for h in candidates if not h.replaced_by]
         current = {h.id: h for h in reversed(candidates)}  # the first hit of each memory
@@ -109,6 +113,25 @@ class Recaller:
         if session:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
         return hits
+
+    def _close_memories(self, prompt: str, candidates: list[SearchHit], passed: list[bool], floor: float | None,
+                        coverage: float) -> set[int]:
+        """Indices of the candidates the gate turned away that deserve a second look, and pass it:
+        a keyword match (``coverage`` of the prompt's words) whose chunk reads far from the prompt,
+        while the memory that matched is close to it on its own. A daily log's chunk holds many
+        unrelated bullets, whose meanings dilute its vector."""
+        if floor is None:
+            return set()
+        doubtful = [i for i, h in enumerate(candidates) if not passed[i] and h.vector_similarity is not None
+                    and h.keyword_coverage >= coverage and h.vector_similarity < floor]
+        if not doubtful:
+            return set()
+        texts = []
+        for i in doubtful:
+            shown = focus([candidates[i]], prompt, self.engine.naming)
+            texts.append(memory_body(shown[0].snippet) if shown else candidates[i].snippet)
+        scores = self.similarity.similarities(prompt, texts)
+        return {i for i, score in zip(doubtful, scores, strict=True) if score >= floor + MEMORY_FLOOR_MARGIN}
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
                  stale: set[str]) -> tuple[list[SearchHit], set[str], set[str]]:
