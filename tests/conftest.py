@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -92,6 +93,11 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(workspace: Path) -> Settings:
     return load_settings(workspace, environ={})
+
+
+def recalled(block: str) -> list[tuple[str, str]]:
+    """The memories of a recall block, in order: (source citation, text)."""
+    return re.findall(r'<memory source="([^"]+)"[^>]*>(.*?)</memory>', block, re.DOTALL)
 
 
 def write(root: Path, rel: str, text: str) -> Path:

@@ -9,13 +9,12 @@ list of fields that happens to look like "Label: text" stays one line per memory
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pytest
 from mcp import Client
 
-from conftest import close_server, write
+from conftest import close_server, recalled, write
 from mcp_memory.config import Settings
 from mcp_memory.core.exchanges import asks, exchange, speaker
 from mcp_memory.memory import Memory
@@ -66,10 +65,6 @@ def memory(settings: Settings) -> Memory:
     memory.close()
 
 
-def _memories(block: str) -> list[tuple[str, str]]:
-    return re.findall(r'<memory source="([^"]+)"[^>]*>(.*?)</memory>', block, re.DOTALL)
-
-
 @pytest.mark.anyio
 async def test_recall_over_mcp_shows_the_answer_with_the_turn_that_matched(memory: Memory,
                                                                            settings: Settings) -> None:
@@ -82,7 +77,7 @@ async def test_recall_over_mcp_shows_the_answer_with_the_turn_that_matched(memor
             block = result.structured_content["context"]
     finally:
         close_server(service)
-    shown = dict(_memories(block))
+    shown = dict(recalled(block))
     assert f"{CHAT}#L3-L5" in shown, block
     assert "night-shift driver" in shown[f"{CHAT}#L3-L5"]  # the answer, two turns after the match
     assert "cello" not in block and "Lovely" not in block, block
@@ -90,7 +85,7 @@ async def test_recall_over_mcp_shows_the_answer_with_the_turn_that_matched(memor
 
 def test_a_chinese_chat_shows_the_answer_to_the_question_asked_about_it(memory: Memory) -> None:
     block = memory.recall("陈静从救助站领养的那只猫叫什么名字？")
-    shown = dict(_memories(block))
+    shown = dict(recalled(block))
     assert f"{CHAT_ZH}#L3-L5" in shown, block
     assert "年糕" in shown[f"{CHAT_ZH}#L3-L5"]
     assert "半程马拉松" not in block, block
@@ -98,7 +93,7 @@ def test_a_chinese_chat_shows_the_answer_to_the_question_asked_about_it(memory: 
 
 def test_a_list_of_fields_is_not_read_as_a_conversation(memory: Memory) -> None:
     block = memory.recall("Which host runs the staging cache?")
-    shown = dict(_memories(block))
+    shown = dict(recalled(block))
     assert f"{HOSTS}#L4-L4" in shown, block
     assert "db-staging-4" not in block and "mq-staging-1" not in block, block
 

@@ -8,12 +8,10 @@ is an apostrophe) while markup stays inert.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from mcp import Client
 
-from conftest import close_server, write
+from conftest import close_server, recalled, write
 from mcp_memory.config import Settings
 from mcp_memory.memory import Memory
 from mcp_memory.runtime.service import MemoryService
@@ -74,13 +72,9 @@ def memory(settings: Settings) -> Memory:
     memory.close()
 
 
-def _memories(block: str) -> list[tuple[str, str]]:
-    return re.findall(r'<memory source="([^"]+)"[^>]*>(.*?)</memory>', block, re.DOTALL)
-
-
 def test_a_prompt_about_one_bullet_recalls_that_bullet_alone(memory: Memory) -> None:
     block = memory.recall("Which database does the billing service use?")
-    shown = _memories(block)
+    shown = recalled(block)
     assert shown, block
     source, text = shown[0]
     assert source == f"{DAILY}#L5-L5" and "PostgreSQL 16" in text
@@ -102,7 +96,7 @@ def test_text_reads_as_written_and_markup_stays_inert(memory: Memory, settings: 
 
 def test_a_paragraph_keeps_its_line_breaks(memory: Memory) -> None:
     block = memory.recall("how often does the release train leave, and can hotfixes board it?")
-    shown = dict(_memories(block))
+    shown = dict(recalled(block))
     assert shown.get(f"{DAILY}#L10-L11", "").split("\n") == [
         "A paragraph about the release train: it leaves every second Tuesday,",
         "and hotfixes board it at any stop."], block
@@ -128,7 +122,7 @@ async def test_recall_over_mcp_shows_the_matched_bullet(memory: Memory, settings
             block = result.structured_content["context"]
     finally:
         close_server(service)
-    assert [source for source, _ in _memories(block)][:1] == [f"{DAILY}#L7-L7"], block
+    assert [source for source, _ in recalled(block)][:1] == [f"{DAILY}#L7-L7"], block
     assert "PostgreSQL" not in block and "WeasyPrint" not in block
 
 
