@@ -7,7 +7,8 @@ conversation (2023-04-27 to 2023-05-06, about 50 turns in all) and 5-7 probing q
 encountered. What were they about?", "我曾经在5月2日提到过我去了博物馆, 你还记得我当时看了什么展览吗?").
 The Chinese users are a separate text, not a line-by-line translation.
 
-The set ships no answer locations. ``bench/data/memorybank_evidence.jsonl`` (ours) names, for each
+The set ships no answer locations. ``bench/data/memorybank_evidence.jsonl`` (ours; its short notes
+quote a few words of the answers, MemoryBank's text: Copyright (c) 2023 Wanjun Zhong, MIT) names, for each
 question (by language, user and index), the lines of the history that state the answer: a date,
 a turn and a side (the user's message or the companion's reply); questions whose premise is false
 ("I don't like outdoor activities, right?") point at the lines that show the true fact.
