@@ -5,7 +5,8 @@ the evaluation set of the SiliconFriend companion: 15 users per language, each w
 conversation (2023-04-27 to 2023-05-06, about 50 turns in all) and 5-7 probing questions
 ("What painters did you recommend to me?", "On May 4th, I shared with you some problems I
 encountered. What were they about?", "我曾经在5月2日提到过我去了博物馆, 你还记得我当时看了什么展览吗?").
-The Chinese users are a separate text, not a line-by-line translation.
+The Chinese users are the same people and days told in Chinese, turn for turn but for a few
+differences (a day one language lacks, a repeated chat), so each language is labelled on its own.
 
 The set ships no answer locations. ``bench/data/memorybank_evidence.jsonl`` (ours; its short notes
 quote a few words of the answers, MemoryBank's text: Copyright (c) 2023 Wanjun Zhong, MIT) names, for each
