@@ -24,6 +24,7 @@ _MONTHS["sept"] = 9
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|" \
          r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
 _ORDINAL = r"(?:st|nd|rd|th)?"
+_DIGIT = re.compile(r"\d")
 HALF_DISTANCE_DAYS = 14.0  # a file this many days outside the period counts half
 
 
@@ -106,6 +107,8 @@ def query_periods(text: str, today: dt.date | None = None) -> list[Period]:
 def named_periods(text: str, today: dt.date | None = None) -> list[tuple[Period, str]]:
     """``query_periods`` with the words of ``text`` that name each period ("May 4th", "5月4号")."""
     found: list[tuple[Period, str]] = []
+    if not _DIGIT.search(text):
+        return found  # every form holds a number: a long text without one is read once, not per form
     taken: list[tuple[int, int]] = []
     patterns: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Period | None]]] = list(_PATTERNS)
     if today is not None:
