@@ -2,7 +2,9 @@
 
 Candidates come from search (or, for a hook with no server running, from the keyword index
 and the files alone, without loading the vector index or the model). The gate in
-``core/recall.py`` keeps those related to the prompt in absolute terms. A session's first recall
+``core/recall.py`` keeps those related to the prompt in absolute terms; a keyword match whose
+chunk of unrelated bullets reads far from the prompt gets a second look, by the cosine of the
+memory that matched. A prompt that names a day keeps that day's notes. A session's first recall
 adds the user's standing rules closest to the prompt (the primer), and memories shown in the
 session's last few turns are left out (the ledger remembers them). ``recall_focus.py`` cuts
 each hit down to the memories that matched, without the product's bookkeeping; ``core/recall.py``
