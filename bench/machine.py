@@ -44,3 +44,13 @@ def percentile(ordered: list[float], p: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def mean3(values: list[float]) -> float:
+    """The mean of ``values`` to three places (nan for none): a rate as benchmarks report it."""
+    return round(sum(values) / len(values), 3) if values else float("nan")
+
+
+def share3(part: int, whole: int) -> float:
+    """``part / whole`` to three places (0.0 when ``whole`` is 0)."""
+    return round(part / whole, 3) if whole else 0.0

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 from bench.conversational_recall import unrelated_prompts
 from bench.dialogue import forget_query_vectors
 from bench.locomo import run_search, write_wanted
-from bench.machine import emit, loadavg, machine
+from bench.machine import emit, loadavg, machine, mean3, share3
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
 
@@ -80,10 +80,6 @@ class Question:
         return frozenset(path for path, _ in self.lines)
 
 
-def _mean(values: list[float]) -> float:
-    return round(sum(values) / len(values), 3) if values else float("nan")
-
-
 @dataclass
 class Scores:
     rr: list[float] = field(default_factory=list)
@@ -93,8 +89,8 @@ class Scores:
     lines_per_hit: list[float] = field(default_factory=list)
 
     def row(self) -> dict[str, float | int]:
-        return {"n": len(self.rr), "hit@1": _mean(self.hit1), "hit@5": _mean(self.hit5), "MRR": _mean(self.rr),
-                "R@5": _mean(self.recall5), "lines/hit": _mean(self.lines_per_hit)}
+        return {"n": len(self.rr), "hit@1": mean3(self.hit1), "hit@5": mean3(self.hit5), "MRR": mean3(self.rr),
+                "R@5": mean3(self.recall5), "lines/hit": mean3(self.lines_per_hit)}
 
 
 @dataclass
@@ -110,15 +106,12 @@ class RecallScores:
     unrelated: int = 0
 
     def row(self) -> dict[str, float | int | None]:
-        def share(part: int, whole: int) -> float:
-            return round(part / whole, 3) if whole else 0.0
-
-        return {"prompts": self.prompts, "hit": share(self.hits, self.prompts),
-                "precision": share(self.relevant, self.injected), "day_hit": share(self.day_hits, self.prompts),
-                "day_precision": share(self.day_relevant, self.injected),
+        return {"prompts": self.prompts, "hit": share3(self.hits, self.prompts),
+                "precision": share3(self.relevant, self.injected), "day_hit": share3(self.day_hits, self.prompts),
+                "day_precision": share3(self.day_relevant, self.injected),
                 "items": round(self.injected / self.prompts, 2) if self.prompts else 0.0,
                 "chars": round(self.chars / self.prompts) if self.prompts else 0,
-                "silence": share(self.silent, self.unrelated) if self.unrelated else None}
+                "silence": share3(self.silent, self.unrelated) if self.unrelated else None}
 
 
 # --- the data ---------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 from bench.conversational_recall import unrelated_prompts
 from bench.dialogue import forget_query_vectors
 from bench.locomo import run_search, write_wanted
-from bench.machine import emit, loadavg, machine
+from bench.machine import emit, loadavg, machine, mean3, share3
 from mcp_memory.config import load_settings
 from mcp_memory.memory import Memory
 
@@ -89,14 +89,6 @@ class Question:
     span: Span
 
 
-def _mean(values: list[float]) -> float:
-    return round(sum(values) / len(values), 3) if values else float("nan")
-
-
-def _share(part: int, whole: int) -> float:
-    return round(part / whole, 3) if whole else 0.0
-
-
 @dataclass
 class Scores:
     rr: list[float] = field(default_factory=list)
@@ -106,8 +98,8 @@ class Scores:
 
     def row(self) -> dict[str, float | int]:
         # One reference file per question: R@5 equals hit@5; both are reported as other benches do.
-        return {"n": len(self.rr), "R@5": _mean(self.hit5), "MRR": _mean(self.rr), "hit@5": _mean(self.hit5),
-                "line@5": _mean(self.line5), "lines/hit": _mean(self.lines_per_hit)}
+        return {"n": len(self.rr), "R@5": mean3(self.hit5), "MRR": mean3(self.rr), "hit@5": mean3(self.hit5),
+                "line@5": mean3(self.line5), "lines/hit": mean3(self.lines_per_hit)}
 
 
 @dataclass
@@ -119,8 +111,8 @@ class RecallScores:
     relevant: int = 0
 
     def row(self) -> dict[str, float | int]:
-        return {"prompts": self.prompts, "hit": _share(self.hits, self.prompts),
-                "line_hit": _share(self.line_hits, self.prompts), "precision": _share(self.relevant, self.injected),
+        return {"prompts": self.prompts, "hit": share3(self.hits, self.prompts),
+                "line_hit": share3(self.line_hits, self.prompts), "precision": share3(self.relevant, self.injected),
                 "items": round(self.injected / self.prompts, 2) if self.prompts else 0.0}
 
 
