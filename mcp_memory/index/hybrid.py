@@ -205,9 +205,7 @@ class HybridSearcher:
         today = today or dt.date.today()
         # A query that names a day, month or year ("what did I say on May 4th?") is about the
         # daily notes of then: theirs rise (days around it do not: the reranker leans that way).
-        # Read in the part of a long query that is embedded, its end: a date named early in a pasted
-        # transcript is not what is asked, and reading 4,000 characters cost 1.5 ms.
-        named = named_periods(_embedded_part(query), today)
+        named = dates_named(query, today)
         periods = [period for period, _ in named]
         date_terms = frozenset(t for _, words in named for t in self.analyzer.query_terms(words))
         if periods:
@@ -536,6 +534,13 @@ def _clean_query(query: str) -> str:
 
 def _clean_prefix(prefix: str) -> str:
     return prefix.replace("\\", "/").removeprefix("./")
+
+
+def dates_named(query: str, today: dt.date) -> list[tuple[Period, str]]:
+    """The periods a query names and the words naming them, as search reads them: in the part of a
+    long query that is embedded, its end (a date named early in a pasted transcript is not what is
+    asked, and reading 4,000 characters cost 1.5 ms)."""
+    return named_periods(_embedded_part(_clean_query(query)), today)
 
 
 def _embedded_part(query: str) -> str:

@@ -63,12 +63,8 @@ def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[Sear
     sessions = asks_about_sessions(prompt)
     terms = _terms(prompt)
     out: list[SearchHit] = []
-    shown_hits = 0
-    for hit in hits:
-        if is_bookkeeping(hit.path) and not sessions:
-            continue
-        with_answers = shown_hits < EXCHANGE_HITS
-        shown_hits += 1
+    kept = [hit for hit in hits if sessions or not is_bookkeeping(hit.path)]
+    for rank, hit in enumerate(kept):
         units = naming.units_between(hit.path, hit.chunk_start_line, hit.chunk_end_line)
         if not units:
             out.append(hit)
@@ -77,7 +73,7 @@ def focus(hits: list[SearchHit], prompt: str, naming: MemoryLookup) -> list[Sear
         shown: list[range] = []
         for index in _matched(hit, real, terms):
             # A turn of a logged conversation comes with the turns that answer it (core/exchanges.py).
-            turns = exchange(real, index) if with_answers else range(index, index + 1)
+            turns = exchange(real, index) if rank < EXCHANGE_HITS else range(index, index + 1)
             if shown and turns.start < shown[-1].stop:
                 shown[-1] = range(shown[-1].start, max(shown[-1].stop, turns.stop))
             else:

@@ -24,13 +24,13 @@ from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
 from mcp_memory.core.memory_ids import memory_body, retired_by
-from mcp_memory.core.periods import date_closeness, query_periods
+from mcp_memory.core.periods import date_closeness
 from mcp_memory.core.recall import close_to_best, fit_to_budget, is_relevant, recall_key
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.errors import PathError
 from mcp_memory.index.engine import Engine
-from mcp_memory.index.hybrid import HybridSearcher
+from mcp_memory.index.hybrid import HybridSearcher, dates_named
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.similarity import Similarity
 from mcp_memory.index.snapshot import SearchSnapshot
@@ -99,7 +99,7 @@ class Recaller:
         updates_shown |= updated
         # A memory of the day the prompt names ("what did I see on May 4th?") stays as well: the
         # prompt is about that day, however close the other days' memories are to its words.
-        periods = query_periods(prompt, dt.date.today())
+        periods = [period for period, _ in dates_named(prompt, dt.date.today())]
         named_day = {h.id for h in hits if h.id and periods and date_closeness(periods, h.date) >= 1.0}
         hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown | named_day)
         session = clean_key(session_key)
