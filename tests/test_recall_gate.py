@@ -14,6 +14,7 @@ import pytest
 
 from conftest import write
 from mcp_memory.config import ConfigError, load_settings
+from mcp_memory.core.analysis import TermAnalyzer
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.recall import close_to_best
 from mcp_memory.memory import Memory
@@ -154,3 +155,38 @@ def test_a_bullet_close_to_the_prompt_is_recalled_from_a_chunk_of_unrelated_ones
         assert "Greta" not in memory.recall(prompt)
     finally:
         memory.close()
+
+
+CHAT = """# Catch-up
+
+- **Ana:** It's been a wild week, I'm still catching up on sleep.
+- **Ben:** That's rough! What's keeping you up, the new novel you're writing?
+- **Ana:** Yes, it's the novel. I've rewritten the last chapter three times, and it still doesn't work.
+- **Ben:** You'll get there. Don't forget we're meeting Sam's sister on Friday.
+"""
+
+
+def test_the_fragments_of_contractions_are_not_query_words() -> None:
+    """"What's", "Kafka's" and "don't" leave "s" and "t", which nearly every chat line holds."""
+    analyzer = TermAnalyzer()
+    assert analyzer.query_terms("What's the plot of Kafka's novel? I don't remember, won't you tell me?") == [
+        "plot", "kafka", "novel", "rememb", "tell"]
+    assert analyzer.query_terms("Kafka’s novel") == ["kafka", "novel"]  # a typographic apostrophe too
+    assert analyzer.query_terms("rock 'n' roll in the '90s, l'homme") == ["rock", "n", "roll", "90s", "l", "homm"]
+
+
+def test_a_chat_full_of_contractions_does_not_cover_a_prompt_with_one(tmp_path: Path) -> None:
+    """A prompt about stretching shares "sleep" and the "s" of "What's" with a chat whose lines say
+    "it's" and "that's": the chat covers one of its three words, not half, and no block comes back;
+    a prompt about the chat's own novel still recalls it."""
+    write(tmp_path, "memory/chats/2026-02-03.md", CHAT)
+    for path, text in OTHER_NOTES.items():
+        write(tmp_path, path, text)
+    with Memory(load_settings(tmp_path, environ={})) as memory:
+        memory.index()
+        prompt = "What's a good stretch before sleep?"
+        chat = [h for h in memory.search(prompt, max_results=5) if h.path == "memory/chats/2026-02-03.md"]
+        assert chat and all(h.keyword_coverage < 0.5 for h in chat), chat
+        assert memory.recall_hits(prompt) == [], [h.snippet for h in memory.recall_hits(prompt)]
+        shown = memory.recall_hits("How is Ana's novel going? Did she fix the last chapter?")
+        assert any("rewritten the last chapter" in h.snippet for h in shown), [h.snippet for h in shown]

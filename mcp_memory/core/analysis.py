@@ -54,9 +54,27 @@ def keyword_tokens(text: str) -> list[str]:
     return tokens
 
 
+# An English contraction or possessive splits into a fragment ("what's" -> "what", "s"; "don't"
+# -> "don", "t") that nearly every note of a chat holds: as a query word it made a prompt look half
+# covered by any line that says "it's" or "I'm". The query keeps the word before the apostrophe.
+_IRREGULAR_NEGATIONS = {"wo": "will", "ca": "can", "sha": "shall"}  # won't, can't, shan't
+_NEGATION = re.compile(r"\b(\w+?)n['\u2019]t\b", re.IGNORECASE)
+_CLITIC = re.compile(r"(?<=[^\W_])['\u2019](?:s|d|ll|m|re|ve)\b", re.IGNORECASE)
+
+
+def without_contractions(text: str) -> str:
+    """``text`` with English contractions and possessives cut back to their first word:
+    "what's" -> "what", "Kafka's" -> "Kafka", "didn't" -> "did", "won't" -> "will"."""
+    if "'" not in text and "\u2019" not in text:
+        return text
+    text = _NEGATION.sub(lambda m: _IRREGULAR_NEGATIONS.get(m.group(1).lower(), m.group(1)), text)
+    return _CLITIC.sub("", text)
+
+
 def query_tokens(text: str) -> list[str]:
-    """The tokens of a query without its stop words (all of them when nothing else is left)."""
-    tokens = keyword_tokens(text)
+    """The tokens of a query without its stop words (all of them when nothing else is left) and
+    without the fragments of its contractions."""
+    tokens = keyword_tokens(without_contractions(text))
     content = [t for t in tokens if t.lower() not in QUERY_STOPWORDS]
     return content or tokens
 
