@@ -7,7 +7,8 @@
 * ``TermAnalyzer``: those tokens lowercased, cut at 64 characters and stemmed by the English
   Snowball stemmer, as the keyword index holds them (``build_analyzer`` is the same pipeline,
   registered with Tantivy). ``query_terms`` also drops ``QUERY_STOPWORDS`` (the words of
-  ``mcp_memory/core/words/query_stopwords.txt``) and stops at ``MAX_QUERY_TERMS``.
+  ``mcp_memory/core/words/query_stopwords.txt``) and the fragments of English contractions
+  (``without_contractions``), and stops at ``MAX_QUERY_TERMS``.
 * ``jaccard``: the overlap of two sets of tokens or terms (MMR, duplicate checks).
 
 Importing this module is cheap: Tantivy is imported when the first analyzer is built.

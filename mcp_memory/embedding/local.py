@@ -89,10 +89,10 @@ class USEEmbedder(Embedder):
     recall_floor = 0.25
     # A keyword match must still be this close in meaning: the words it shares may be common ones,
     # or a number in a date ("What's 15% of 240?" against "Date: 2025-03-15", cosine 0.13). Swept
-    # over 0.10-0.20 across four sets (bench/conversational_recall.py on LoCoMo, the bilingual
-    # dialogues and ours; bench/memorybank.py): 0.14 raised LoCoMo's silence 0.775 -> 0.80 and
-    # the dialogues' 0.938 -> 0.963, for at most 0.001 of hit on any set (0.16: the dialogues lose 0.01,
-    # 0.18 0.03); 0.10 before.
+    # over 0.10-0.20 on four sets (bench/conversational_recall.py on LoCoMo, the bilingual
+    # dialogues and ours; bench/recall.py's prompts), then checked on bench/memorybank.py: 0.14
+    # raised LoCoMo's silence 0.775 -> 0.80 and the dialogues' 0.938 -> 0.963, for at most 0.001
+    # of hit on any set (0.16: the dialogues lose 0.01, 0.18 0.03); 0.10 before.
     topic_floor = 0.14
     # Across languages, an update and the memory it changes sit at 0.26-0.77, look-alikes with a
     # change cue (another person's, another thing's) up to 0.49 on bench/updates.py's dev half: a
