@@ -304,6 +304,33 @@ def test_e5_is_loaded_only_when_lines_need_embedding_or_a_precise_search_reads_t
         assert made == [1]
 
 
+def test_a_precise_search_embeds_its_query_for_the_line_model_once_beside_the_first_stage(settings: Settings) -> None:
+    _diary(settings.workspace, MARIA, "weather")
+    with _memory(settings, line_vectors=True):
+        pass  # every line embedded once
+    question = "- **Tom:** how was the party?\n- **Maria:** great!\n- **Tom:** Which desserts has Maria baked?"
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as memory:
+        memory.sync()
+        lines = _line_vectors(memory)
+        embedded: list[tuple[str, str]] = []
+        embed = lines.embedder.embed_query
+
+        def recording(text: str) -> np.ndarray:
+            embedded.append((threading.current_thread().name, text))
+            return embed(text)
+
+        lines.embedder.embed_query = recording  # type: ignore[method-assign]
+        first = memory.precise_search("Which desserts has Maria baked?").hits
+        assert len(embedded) == 1  # the first search learns that this workspace has line vectors
+        later = memory.precise_search(question).hits
+        assert len(embedded) == 2 and embedded[1][0].startswith("line-query")  # once, on its own thread
+        assert "Which desserts has Maria baked?" in embedded[1][1]  # the latest turn, as the reranker reads it
+    with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as fresh:
+        fresh.sync()
+        assert [h.citation for h in fresh.precise_search(question).hits] == [h.citation for h in later]
+    assert "peach cobbler" in first[0].snippet and "peach cobbler" in later[0].snippet
+
+
 def test_a_server_embeds_the_lines_a_precise_search_read_without_waiting_for_a_sync(workspace: Path) -> None:
     from mcp_memory.config import load_settings
 

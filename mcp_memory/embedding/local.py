@@ -60,8 +60,10 @@ class E5Embedder(Embedder):
             return normalize(self._model.passage(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        # One short text gains nothing from threads and suffers from their contention.
-        with self._lock, self._threads.limit(limits=1):
+        # One short text gains nothing from threads and suffers from their contention. OpenMP's
+        # limit holds for the calling thread alone (BLAS's is the process's, and numpy's is not ours
+        # to change: a query may be embedded beside a search, ``index/line_vectors.py``).
+        with self._lock, self._threads.limit(limits=1, user_api="openmp"):
             return normalize(self._model.query(text))
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:

@@ -178,7 +178,7 @@ class HybridSearcher:
         path_prefix, after, before, today = request.path_prefix, request.after, request.before, request.today
         if after and before and after > before:
             raise SearchError(f"after ({after}) is later than before ({before})")
-        query = _clean_query(request.query)
+        query = clean_query(request.query)
         snap = self.snapshot
         empty = Ranking(snap, query, [], {})
         if not query.strip() or len(snap) == 0:
@@ -412,7 +412,7 @@ class HybridSearcher:
             return
         with self._lock:
             missing = list(dict.fromkeys(
-                q for q in map(_clean_query, queries) if q.strip() and q not in self._query_vectors))
+                q for q in map(clean_query, queries) if q.strip() and q not in self._query_vectors))
         if len(missing) < 2:
             return  # one query gains nothing: its search embeds it
         vectors = self.embedder.embed_queries([_embedded_part(q) for q in missing])
@@ -527,7 +527,8 @@ def source_of(path: str) -> str:
     return "memory" if path.startswith("memory/") or path.lower() == "memory.md" else "extra"
 
 
-def _clean_query(query: str) -> str:
+def clean_query(query: str) -> str:
+    """``query`` as search reads it (``Ranking.query``): its first ``MAX_QUERY_CHARS``, valid UTF-8."""
     # Lone surrogates (legal in JSON, not in UTF-8) would break the embedder.
     return (query or "")[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
 
@@ -540,7 +541,7 @@ def dates_named(query: str, today: dt.date) -> list[tuple[Period, str]]:
     """The periods a query names and the words naming them, as search reads them: in the part of a
     long query that is embedded, its end (a date named early in a pasted transcript is not what is
     asked, and reading 4,000 characters cost 1.5 ms)."""
-    return named_periods(_embedded_part(_clean_query(query)), today)
+    return named_periods(_embedded_part(clean_query(query)), today)
 
 
 def _embedded_part(query: str) -> str:

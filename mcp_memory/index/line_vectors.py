@@ -28,6 +28,10 @@ MRR on LoCoMo 0.894 / 0.836 without, 0.904 / 0.852 with; on the bilingual dialog
   240 distinct lines on LoCoMo, embedded within seconds. On LoCoMo with half of its lines
   embedded, precise R@5 / MRR were 0.896 / 0.839 at first and 0.905 / 0.852 once the lines its
   searches asked for were in, as with every line embedded (``docs/benchmarks.md``).
+* The query's own vector (at most ``QUERY_TOKENS`` of its end, 20-60 ms of e5) is started on a
+  thread of its own as a precise search begins (``embed_query_soon``), so it is made on the
+  second core while the first stage runs, not after it: at 10k chunks the slowest query shape
+  went from 76 to 52 ms p50 (``bench/query_shapes.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -118,6 +123,10 @@ class LineVectors:
         self._embedder_lock = threading.Lock()
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # line -> vector, memoised
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Query vectors being embedded ahead of the search that reads them (``embed_query_soon``).
+        self._pending: dict[str, Future[np.ndarray]] = {}
+        self._ahead: ThreadPoolExecutor | None = None
+        self._heard = False  # the last search that got that far read line vectors
         self._coverage: tuple[str, float, dict[str, int]] | None = None  # (index version, when, counts)
         self._lock = threading.Lock()
         # Lines of candidates a precise search reranked without their vectors, newest last: the
@@ -153,7 +162,8 @@ class LineVectors:
         known = self._known(set(wanted))
         self._ask_for(line for line in wanted if line not in known)
         covered = [[known[line] for line in lines if line in known] for lines in per_text]
-        if sum(1 for vectors in covered if vectors) < MIN_COVERED * len(texts):
+        self._heard = sum(1 for vectors in covered if vectors) >= MIN_COVERED * len(texts)
+        if not self._heard:
             return None
         q = self.query_vector(query)
         best: list[float | None] = [float(np.max(np.stack(v) @ q)) if v else None for v in covered]
@@ -183,17 +193,45 @@ class LineVectors:
             self.asked.clear()
         return lines
 
+    def embed_query_soon(self, query: str) -> None:
+        """Start embedding ``query`` for the line model on a thread of its own, for a search that
+        will read it (``best_line_scores``) once its first stage has run. e5 costs about a
+        millisecond a token (up to ``QUERY_TOKENS``), so on a second core the query's vector is
+        ready by then instead of being made after it. Only while searches read line vectors: in a
+        workspace without them (the background fill has not reached its lines) nothing is started."""
+        if not self._heard or not _reads_as_words(query, script_of(query)):
+            return
+        with self._lock:
+            if query in self._queries or query in self._pending:
+                return
+            if self._ahead is None:
+                self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="line-query")
+            self._pending[query] = self._ahead.submit(self._embed_query, query)
+
     def query_vector(self, query: str) -> np.ndarray:
         with self._lock:
             cached = self._queries.get(query)
+            pending = self._pending.get(query)
         if cached is not None:
             return cached
-        vector = np.asarray(self.embedder.embed_query(self._bounded(query)), np.float32).ravel()
-        with self._lock:
-            self._queries[query] = vector
-            if len(self._queries) > _CACHED_QUERIES:
-                self._queries.popitem(last=False)
-        return vector
+        if pending is not None:
+            try:
+                return pending.result()
+            except Exception:  # embedded again below, where a failure is the caller's
+                log.debug("embedding a query ahead failed", exc_info=True)
+        return self._embed_query(query)
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        try:
+            vector = np.asarray(self.embedder.embed_query(self._bounded(query)), np.float32).ravel()
+            with self._lock:
+                self._queries[query] = vector
+                if len(self._queries) > _CACHED_QUERIES:
+                    self._queries.popitem(last=False)
+            return vector
+        finally:
+            with self._lock:
+                self._pending.pop(query, None)
 
     def _bounded(self, query: str) -> str:
         """The end of ``query`` that the line model reads: at most ``QUERY_TOKENS`` of its tokens.

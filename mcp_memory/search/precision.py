@@ -25,7 +25,7 @@ from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.utility import weighted
 from mcp_memory.errors import SearchError
 from mcp_memory.index.engine import Engine
-from mcp_memory.index.hybrid import Ranking
+from mcp_memory.index.hybrid import Ranking, clean_query
 from mcp_memory.search.query_focus import focus, is_long
 from mcp_memory.search.rerank.base import RerankCandidate, Reranker, RerankError
 from mcp_memory.search.rerank.local import WORDS_FOUND_HIGH, WORDS_FOUND_LOW, LocalReranker
@@ -125,10 +125,13 @@ class PrecisionSearch:
     def rerank(self, request: SearchRequest, reranker: Reranker | None = None) -> Reranked:
         """The first stage's candidates for ``request`` in the reranker's order, above ``min_score``."""
         result_count(request, self.settings)
+        wanted = reranker or self._configured()
+        if isinstance(wanted, LocalReranker):
+            wanted.prepare(clean_query(request.query))  # the query as the ranking will hold it
         ranking, candidates = self.candidates(request)
         if not candidates:
             return Reranked(ranking, [], [], None)
-        chosen = _seeing(reranker or self._configured(), ranking, request.today)
+        chosen = _seeing(wanted, ranking, request.today)
         warnings: list[str] = []
         try:
             scores = chosen.rerank(ranking.query, candidates)

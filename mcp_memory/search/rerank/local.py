@@ -79,6 +79,12 @@ class LocalReranker:
         twin._today = today
         return twin
 
+    def prepare(self, query: str) -> None:
+        """Start what reading ``query`` will need that takes long and no candidate: the line model's
+        vector of its focus, embedded beside the first stage (``index/line_vectors.py``)."""
+        if self._line_vectors is not None:
+            self._line_vectors.embed_query_soon(focus(query))
+
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[float]:
         if not candidates:
             return []
