@@ -128,6 +128,8 @@ class Memory:
         self.write_log.close()
         self.recall_log.close()
         self.rerankers.close()
+        if self.line_vectors is not None:
+            self.line_vectors.close()
         self.engine.close()
 
     def __enter__(self) -> Memory:

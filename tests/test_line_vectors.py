@@ -325,6 +325,7 @@ def test_a_precise_search_embeds_its_query_for_the_line_model_once_beside_the_fi
         later = memory.precise_search(question).hits
         assert len(embedded) == 2 and embedded[1][0].startswith("line-query")  # once, on its own thread
         assert "Which desserts has Maria baked?" in embedded[1][1]  # the latest turn, as the reranker reads it
+    assert not [t for t in threading.enumerate() if t.name.startswith("line-query")]  # closed with the memory
     with Memory(settings, embedder=HashEmbedder(), line_vectors=True) as fresh:
         fresh.sync()
         assert [h.citation for h in fresh.precise_search(question).hits] == [h.citation for h in later]

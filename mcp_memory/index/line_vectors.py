@@ -221,6 +221,14 @@ class LineVectors:
                 log.debug("embedding a query ahead failed", exc_info=True)
         return self._embed_query(query)
 
+    def close(self) -> None:
+        """Stop the thread that embeds queries ahead (after the one it is embedding); a later search
+        starts another."""
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.shutdown(wait=True, cancel_futures=True)
+
     def _embed_query(self, query: str) -> np.ndarray:
         try:
             vector = np.asarray(self.embedder.embed_query(self._bounded(query)), np.float32).ravel()
