@@ -6,6 +6,9 @@ searching "apple banana" saw the note about bananas first, and the note about ap
 the private file spoke of bananas instead. The order (and deep search's concepts, and the
 precise stage's word weights) answered "does the owner's private file mention X?".
 
+The unseen file's length told the same way: BM25 compares each note's length with the average
+over the index, so a long private file let long notes climb over short ones.
+
 Two workspaces here differ only in a file the caller may not see. Every answer a shared caller
 (or a caller confined to one scope) gets, in every mode and in recall, is the same in both; the
 owner's answers differ, which shows the statistics are at work.
@@ -21,6 +24,8 @@ import pytest
 from conftest import HashEmbedder, write
 from mcp_memory.config import load_settings
 from mcp_memory.core.scopes import ScopeFilter
+from mcp_memory.index.keywords import KeywordIndex
+from mcp_memory.index.visible_keywords import VisibleKeywords
 from mcp_memory.memory import Memory
 
 SHARED = {
@@ -33,13 +38,6 @@ QUERY = "apple banana"
 
 def _unseen_text(word: str) -> str:
     return "# Notes\n\n" + "".join(f"## Part {i}\n\n- Note {i} about the {word} diet plan.\n\n" for i in range(30))
-
-
-def _workspace(root: Path, unseen_path: str, word: str) -> Path:
-    for rel, text in SHARED.items():
-        write(root, rel, text)
-    write(root, unseen_path, _unseen_text(word))
-    return root
 
 
 Answers = list[object]
@@ -55,10 +53,15 @@ def _answers(memory: Memory, **who: object) -> Answers:
     return out
 
 
-def _in_both(tmp_path: Path, unseen_path: str, ask: Callable[[Memory], Answers]) -> tuple[Answers, Answers]:
+def _in_both(tmp_path: Path, unseen_path: str, ask: Callable[[Memory], Answers],
+             unseen: tuple[str, str] = (_unseen_text("apple"), _unseen_text("banana"))) -> tuple[Answers, Answers]:
+    """``ask``'s answers in two workspaces whose file ``unseen_path`` holds one text of ``unseen`` each."""
     answers = []
-    for word in ("apple", "banana"):
-        root = _workspace(tmp_path / word, unseen_path, word)
+    for name, text in zip(("first", "second"), unseen, strict=True):
+        root = tmp_path / name
+        for rel, shared in SHARED.items():
+            write(root, rel, shared)
+        write(root, unseen_path, text)
         with Memory(load_settings(root, environ={}), embedder=HashEmbedder()) as memory:
             memory.index()
             answers.append(ask(memory))
@@ -91,3 +94,57 @@ def test_a_caller_confined_to_a_scope_learns_nothing_of_another_scope(tmp_path: 
     confined = _in_both(tmp_path, "memory/scopes/hr/notes.md", lambda m: _answers(m, scopes=team))
     assert confined[0] == confined[1]
     assert any(confined[0][0])  # it does find its scope's notes
+
+
+LONG_FILLER = (" It was noted down after a long talk about the weekly schedule, the household budget, the"
+               " shopping list, the car repairs, the school run and the plans for the winter holidays.")
+
+
+def test_a_shared_callers_answers_do_not_move_with_how_long_a_private_file_is(tmp_path: Path) -> None:
+    short, long = _unseen_text("kale"), _unseen_text("kale").replace(" diet plan.", " diet plan." + LONG_FILLER)
+    shared = _in_both(tmp_path / "shared", "MEMORY.md", lambda m: _answers(m, include_private=False), (short, long))
+    assert shared[0] == shared[1]
+    assert any(shared[0][0])
+    owner = _in_both(tmp_path / "owner", "MEMORY.md", lambda m: _answers(m), (short, long))
+    assert owner[0] != owner[1]  # the owner's average length does count the private file
+
+
+@pytest.mark.parametrize("keywords_only", [False, True])
+def test_a_shared_callers_recall_does_not_move_with_how_long_a_private_file_is(tmp_path: Path,
+                                                                             keywords_only: bool) -> None:
+    def recall(memory: Memory) -> Answers:
+        return [(h.citation, h.score) for h in memory.recall_hits(
+            "apple banana stall orchard", include_private=False, keywords_only=keywords_only, min_score=0.0)]
+
+    short, long = _unseen_text("kale"), _unseen_text("kale").replace(" diet plan.", " diet plan." + LONG_FILLER)
+    first, second = _in_both(tmp_path, "MEMORY.md", recall, (short, long))
+    assert first == second and first
+
+
+def test_restricted_keyword_scores_are_those_of_an_index_without_the_unseen_files(tmp_path: Path) -> None:
+    """The scores a restricted caller gets equal BM25 over an index that never held the files it may
+    not see: the words' weights, the average length and the candidates are all the visible ones,
+    whatever the notes' lengths and word counts, and with deleted documents not yet merged away."""
+    shared = [(f"memory/notes/n{i}.md",
+               f"note {i} " + "the apple tree " * (1 + i % 5) + "by the old barn " * (i * 7 % 60)) for i in range(16)]
+    unseen = [("MEMORY.md", "apple " * 3 + "pie recipe with a very long list of steps " * (6 + 20 * i))
+              for i in range(5)]
+    gone = [("memory/notes/gone.md", "apple barn " * 40)] * 6
+    with_unseen, without = KeywordIndex(tmp_path / "with"), KeywordIndex(tmp_path / "without")
+    for index, rows in ((with_unseen, shared + unseen + gone), (without, shared)):
+        with index.writer() as writer:
+            writer.add_many((f"{path}:{i}", path, text, None) for i, (path, text) in enumerate(rows))
+        index.reload()
+    with with_unseen.writer() as writer:
+        writer.delete_path("memory/notes/gone.md")
+    with_unseen.reload()
+    stats = VisibleKeywords(with_unseen, ("MEMORY.md",), len(shared))
+    for query in ("apple barn", "old apple pie", "tree", "note 3 barn"):
+        seen = with_unseen.search(query, 8, excluded_paths=stats.excluded, stats=stats)
+        truth = without.search(query, 8)
+        assert [hit.id for hit in seen.hits] == [hit.id for hit in truth.hits]
+        assert [hit.score for hit in seen.hits] == pytest.approx([hit.score for hit in truth.hits], rel=1e-5)
+        assert seen.query_weight == pytest.approx(truth.query_weight, rel=1e-6)
+    # the owner's scores do count the unseen files
+    owner, alone = with_unseen.search("apple barn", 8), without.search("apple barn", 8)
+    assert [hit.score for hit in owner.hits] != pytest.approx([hit.score for hit in alone.hits], rel=1e-3)

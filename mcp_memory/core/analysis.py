@@ -129,6 +129,11 @@ class TermAnalyzer:
             out.update(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
         return frozenset(out)
 
+    def count(self, tokens: list[str]) -> int:
+        """How many terms the keyword index holds for ``keyword_tokens`` output: its length in BM25."""
+        return sum(len(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
+                   for start in range(0, len(tokens), _ANALYZE_TOKENS))
+
     def sequence(self, text: str) -> list[str]:
         """The analysed terms of a text in order, stop words kept (for phrases)."""
         tokens = keyword_tokens(text)

@@ -387,9 +387,8 @@ class HybridSearcher:
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
         excluded = stats.excluded if stats is not None else ()
-        limit = pool * 2 if stats is not None else pool
-        result = self.keywords.search(query, limit, prefix, after, before, excluded,
-                                      stats.idf if stats is not None else None)
+        limit = pool
+        result = self.keywords.search(query, limit, prefix, after, before, excluded, stats)
         for hit in result.hits:
             row = snap.row_of.get(hit.id)
             if row is not None and (allowed is None or allowed[row]):

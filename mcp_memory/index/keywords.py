@@ -8,6 +8,11 @@ Queries are built from ``analysis.TermAnalyzer.query_terms`` as a boolean OR of 
 User text never reaches Tantivy's query parser, so quotes, parentheses, ``AND`` or ``field:``
 in a query are just words, never a syntax error.
 
+A caller who may not see every file is scored with BM25's statistics over what it may see
+(``visible_keywords.py``): Tantivy only knows the whole index's, so its candidates are boosted
+word by word and their scores rebuilt from Tantivy's own counts (``KeywordIndex._search_as``).
+Each document keeps its length in terms as a fast field for that average.
+
 Tantivy allows a single writer per index across all processes; callers hold the
 workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
 """
@@ -15,15 +20,17 @@ workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import json
 import logging
 import math
 import re
 import shutil
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import tantivy
 
@@ -32,7 +39,10 @@ from mcp_memory.core.analysis import TermAnalyzer, build_analyzer, keyword_token
 log = logging.getLogger(__name__)
 
 _TOKENIZER_NAME = "mcp_memory_text"
-_LAYOUT = "2"  # bump when the schema or the tokens change; an index of another layout is rebuilt
+_LAYOUT = "3"  # bump when the schema or the tokens change; an index of another layout is rebuilt
+# Tantivy's BM25 parameters (its defaults): a restricted caller's scores are rebuilt with them.
+_K1, _B = 1.2, 0.75
+_MOST_FETCHED = 16  # a restricted caller's search reads at most this many times the hits it asks for
 
 
 def _schema() -> tantivy.Schema:
@@ -41,6 +51,9 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("path", stored=True, tokenizer_name="raw")
     builder.add_text_field("text", stored=False, tokenizer_name=_TOKENIZER_NAME, index_option="freq")
     builder.add_integer_field("day", indexed=True, fast=True)  # date.toordinal() of daily files
+    # How many terms ``text`` holds, as Tantivy counts them: the average a restricted caller's
+    # BM25 divides by is summed over the documents it may see (``total_length``).
+    builder.add_integer_field("length", indexed=False, fast=True)
     return builder.build()
 
 
@@ -58,6 +71,14 @@ class KeywordResult:
     # the sum of the terms' IDF. ``best score / query_weight`` says how much of the query the
     # best match covers, which min-max normalisation alone would hide.
     query_weight: float
+
+
+class KeywordStatistics(Protocol):
+    """BM25's statistics over the documents one caller may see (``visible_keywords.VisibleKeywords``)."""
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]: ...
+
+    def average_length(self) -> float: ...
 
 
 class KeywordIndex:
@@ -98,7 +119,7 @@ class KeywordIndex:
             # writer, remove them first.
             writer.garbage_collect_files()
             self._remove_stale_delete_files()
-            yield _KeywordWriter(writer)
+            yield _KeywordWriter(writer, self._terms)
             writer.commit()
             writer.wait_merging_threads()
         except BaseException:
@@ -145,47 +166,121 @@ class KeywordIndex:
         after: dt.date | None = None,
         before: dt.date | None = None,
         excluded_paths: Collection[str] = (),
-        idf: Callable[[list[str]], dict[str, float]] | None = None,
+        stats: KeywordStatistics | None = None,
     ) -> KeywordResult:
         """BM25 top ``limit`` chunks for any user text (never raises on the text itself), none of
         the files ``excluded_paths`` names.
 
-        Filters are part of the query, so a match ranked low overall is still found. ``idf``: each
-        query term's weight to score by instead of the whole index's IDF (what a restricted caller
-        may see, ``visible_keywords.py``); the hits' term frequencies stay Tantivy's.
+        Filters are part of the query, so a match ranked low overall is still found. ``stats``: BM25's
+        statistics over what a restricted caller may see (``visible_keywords.py``), to rank and
+        score by instead of the whole index's.
         """
         terms = self._terms.query_terms(text)
         if not terms or limit <= 0:
             return KeywordResult([], 0.0)
-        query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in terms]
-        )
-        must = [(tantivy.Occur.Must, query)]
+        searcher = self._index.searcher()
+        filters = []
         if path_prefix:
             try:
                 pattern = tantivy.Query.regex_query(self._schema, "path", re.escape(path_prefix) + ".*")
-                must.append((tantivy.Occur.Must, pattern))
+                filters.append((tantivy.Occur.Must, pattern))
             except ValueError:
                 pass  # a prefix the regex engine refuses: the caller filters the hits instead
         if after or before:
-            must.append((tantivy.Occur.Must, tantivy.Query.range_query(
+            filters.append((tantivy.Occur.Must, tantivy.Query.range_query(
                 self._schema, "day", tantivy.FieldType.Integer,
                 after.toordinal() if after else None, before.toordinal() if before else None,
             )))
-        must += _excluding(self._schema, excluded_paths)
-        if len(must) > 1:
-            query = tantivy.Query.boolean_query(must)
-        searcher = self._index.searcher()
-        hits = searcher.search(query, limit).hits
-        docs = [(searcher.doc(address), score, address) for score, address in hits]
-        if idf is None:
+        filters += _excluding(self._schema, excluded_paths)
+        if stats is None:
+            query = self._matching(terms, filters)
+            docs = [(searcher.doc(address), score) for score, address in searcher.search(query, limit).hits]
             weight = sum(_idf(searcher, term) for term in terms)
-            return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score, _ in docs], weight)
-        weights = idf(terms)
-        found = {(address.segment_ord, address.doc): d["id"][0] for d, _, address in docs}
-        scores = _reweighed(self._schema, searcher, terms, weights, found)
-        return KeywordResult([KeywordHit(d["id"][0], scores.get(d["id"][0], 0.0), d["path"][0]) for d, _, _ in docs
-                              if scores.get(d["id"][0], 0.0) > 0], sum(weights.values()))
+            return KeywordResult([KeywordHit(d["id"][0], float(score), d["path"][0]) for d, score in docs], weight)
+        return self._search_as(stats, searcher, terms, filters, limit)
+
+    def _matching(self, terms: list[str], filters: list[tuple[tantivy.Occur, tantivy.Query]],
+                  boosts: dict[str, float] | None = None) -> tantivy.Query:
+        """Documents holding any of ``terms`` (each boosted by ``boosts``, when given) that pass ``filters``."""
+        clauses = []
+        for term in terms:
+            clause = tantivy.Query.term_query(self._schema, "text", term)
+            if boosts is not None:
+                clause = tantivy.Query.boost_query(clause, boosts[term])
+            clauses.append((tantivy.Occur.Should, clause))
+        query = tantivy.Query.boolean_query(clauses)
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *filters]) if filters else query
+
+    def _search_as(self, stats: KeywordStatistics, searcher: tantivy.Searcher, terms: list[str],
+                   filters: list[tuple[tantivy.Occur, tantivy.Query]], limit: int) -> KeywordResult:
+        """The best ``limit`` documents by BM25 over the statistics ``stats`` gives, each scored by them.
+
+        Tantivy weighs a word by its IDF over the whole index and compares a document's length with
+        the whole index's average. A boost per word turns its weight into the visible one, so the
+        candidates are picked by the caller's word weights; each candidate's score is then rebuilt
+        from Tantivy's own counts (how often each word occurs in it, how long it is) with the
+        visible weights and average length, so that nothing of the unseen documents is left in it.
+        """
+        weights = stats.idf(terms)
+        terms = [term for term in terms if weights.get(term, 0.0) > 0]
+        whole = _WholeIndex.read(searcher, self._matching(terms, filters)) if terms else None
+        if whole is None:
+            return KeywordResult([], sum(weights.values()))
+        boosts = {term: weights[term] / whole.idf(searcher, term) for term in terms}
+        matching = self._matching(terms, filters, boosts)
+        average = max(stats.average_length(), 1.0)
+        # From Tantivy's score to the rebuilt one, a document's score grows by at most the ratio of the
+        # visible average length to the whole one (a longer average shortens every document): once
+        # the ``limit``-th rebuilt score beats the last fetched document's score by that much, no
+        # document left unfetched can enter. Until then, fetch more.
+        growth = max(1.0, average / max(whole.average_length, 1.0)) * (1 + 1e-4)
+        scores: dict[tuple[int, int], float] = {}
+        addresses: dict[tuple[int, int], tantivy.DocAddress] = {}
+        fetch = 2 * limit
+        while True:
+            hits = searcher.search(matching, fetch).hits
+            fresh = [address for _, address in hits if (address.segment_ord, address.doc) not in scores]
+            scores.update(self._visible_scores(searcher, whole, terms, weights, average, fresh))
+            addresses.update({(address.segment_ord, address.doc): address for address in fresh})
+            best = heapq.nlargest(limit, scores.values())
+            if (len(hits) < fetch or fetch >= _MOST_FETCHED * limit
+                    or (len(best) == limit and best[-1] > float(hits[-1][0]) * growth)):
+                break
+            fetch *= 2
+        ranked = heapq.nlargest(limit, scores, key=scores.__getitem__)
+        docs = [(searcher.doc(addresses[key]), scores[key]) for key in ranked if scores[key] > 0]
+        return KeywordResult([KeywordHit(d["id"][0], score, d["path"][0]) for d, score in docs],
+                             sum(weights.values()))
+
+    def _visible_scores(self, searcher: tantivy.Searcher, whole: _WholeIndex, terms: list[str],
+                        weights: dict[str, float], average: float,
+                        addresses: list[tantivy.DocAddress]) -> dict[tuple[int, int], float]:
+        """BM25 of the documents at ``addresses`` with the words weighed by ``weights`` and lengths
+        compared with ``average``, from each word's Tantivy score in each document."""
+        if not addresses:
+            return {}
+        keys = [(address.segment_ord, address.doc) for address in addresses]
+        lengths = dict(zip(keys, (_fieldnorm(int(n or 0)) for n in searcher.fast_field_values("length", addresses)),
+                           strict=True))
+        scores = dict.fromkeys(keys, 0.0)
+        among = tantivy.Query.const_score_query(tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "id", searcher.doc(address)["id"][0]))
+             for address in addresses]), 0.0)
+        for term in terms:
+            word = tantivy.Query.term_query(self._schema, "text", term)
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, word), (tantivy.Occur.Must, among)])
+            full = whole.idf(searcher, term) * (_K1 + 1)
+            for score, address in searcher.search(query, len(addresses), count=False).hits:
+                key = (address.segment_ord, address.doc)
+                if key not in scores:
+                    continue
+                # Tantivy's score is full * f / (f + K1 * norm) with the whole index's norm: solve for f,
+                # the word's count in the document (a whole number), then score it by the visible norm.
+                share = min(float(score) / full, 0.999999)
+                freq = max(1, round(share * _K1 * whole.norm(lengths[key]) / (1 - share)))
+                norm = 1 - _B + _B * lengths[key] / average
+                scores[key] += weights[term] * (_K1 + 1) * freq / (freq + _K1 * norm)
+        return scores
 
     def holding(self, terms: Iterable[str], excluded_paths: Collection[str]) -> dict[str, int]:
         """How many documents hold each analysed term, outside the files ``excluded_paths`` names."""
@@ -196,6 +291,15 @@ class KeywordIndex:
             counts[term] = _count(searcher, tantivy.Query.boolean_query(
                 [(tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "text", term)), *unseen]))
         return counts
+
+    def total_length(self, excluded_paths: Collection[str]) -> tuple[int, int]:
+        """How many terms the documents outside the files ``excluded_paths`` names hold, in all,
+        and how many documents those are: BM25's average length over what a caller may see."""
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, tantivy.Query.all_query()), *_excluding(self._schema, excluded_paths)])
+        found = self._index.searcher().aggregate(
+            query, {"terms": {"sum": {"field": "length"}}, "documents": {"value_count": {"field": "length"}}})
+        return int(found["terms"]["value"] or 0), int(found["documents"]["value"] or 0)
 
     def documents_in(self, paths: Collection[str]) -> int:
         """How many documents the files ``paths`` names hold."""
@@ -220,8 +324,9 @@ class KeywordIndex:
 
 
 class _KeywordWriter:
-    def __init__(self, writer: tantivy.IndexWriter):
+    def __init__(self, writer: tantivy.IndexWriter, terms: TermAnalyzer):
         self._writer = writer
+        self._terms = terms
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -230,7 +335,9 @@ class _KeywordWriter:
         self._writer.delete_all_documents()
 
     def add(self, chunk_id: str, path: str, index_text: str, date: dt.date | None = None) -> None:
-        doc = tantivy.Document(id=chunk_id, path=path, text=" ".join(keyword_tokens(index_text)))
+        tokens = keyword_tokens(index_text)
+        doc = tantivy.Document(id=chunk_id, path=path, text=" ".join(tokens))
+        doc.add_integer("length", self._terms.count(tokens))
         if date is not None:
             doc.add_integer("day", date.toordinal())
         self._writer.add_document(doc)
@@ -240,26 +347,50 @@ class _KeywordWriter:
             self.add(chunk_id, path, index_text, date)
 
 
-def _reweighed(schema: tantivy.Schema, searcher: tantivy.Searcher, terms: list[str], weights: dict[str, float],
-               found: dict[tuple[int, int], str]) -> dict[str, float]:
-    """BM25 of the ``found`` documents (address -> id) with each term weighed by ``weights`` instead
-    of its IDF: each term's own score in each document, divided by the IDF Tantivy gave it."""
-    if not found:
-        return {}
-    among = tantivy.Query.const_score_query(tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "id", chunk)) for chunk in found.values()]), 0.0)
-    scores: dict[str, float] = {}
-    for term in terms:
-        weight, whole = weights.get(term, 0.0), _idf(searcher, term)
-        if weight <= 0 or whole <= 0:
-            continue
-        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.term_query(schema, "text", term)),
-                                             (tantivy.Occur.Must, among)])
-        for score, address in searcher.search(query, len(found), count=False).hits:
-            chunk = found.get((address.segment_ord, address.doc))
-            if chunk is not None:
-                scores[chunk] = scores.get(chunk, 0.0) + float(score) / whole * weight
-    return scores
+@dataclass(frozen=True)
+class _WholeIndex:
+    """The statistics Tantivy scores with: its document count (deleted documents not yet merged away
+    included) and average length, read from its explanation of one match."""
+
+    documents: float
+    average_length: float
+
+    @classmethod
+    def read(cls, searcher: tantivy.Searcher, query: tantivy.Query) -> _WholeIndex | None:
+        hits = searcher.search(query, 1).hits
+        if not hits:
+            return None
+        facts = _facts(json.loads(query.explain(searcher, hits[0][1]).to_json()))
+        return cls(facts.get("N", float(searcher.num_docs)), facts.get("avgdl", 1.0))
+
+    def idf(self, searcher: tantivy.Searcher, term: str) -> float:
+        df = int(searcher.doc_freq("text", term))
+        return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
+
+    def norm(self, length: int) -> float:
+        return 1 - _B + _B * length / max(self.average_length, 1.0)
+
+
+def _facts(explanation: dict[str, Any]) -> dict[str, float]:
+    """The named numbers of an explanation ("N", "avgdl", ...), from its first term's branch."""
+    facts: dict[str, float] = {}
+    for detail in explanation.get("details", []):
+        name = str(detail.get("description", "")).split(",")[0]
+        if detail.get("details"):
+            facts = _facts(detail) | facts
+        elif name not in facts:
+            facts[name] = float(detail["value"])
+    return facts
+
+
+def _fieldnorm(length: int) -> int:
+    """A document length as Tantivy keeps it: on one byte, like Lucene (exact below 24, then four
+    significant bits), so the length a score was computed with."""
+    if length < 24:
+        return length
+    rest = length - 24
+    shift = max(rest.bit_length() - 4, 0)
+    return 24 + ((rest >> shift) << shift)
 
 
 def _count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:

@@ -123,7 +123,8 @@ def _keyword_neighbours(searcher: HybridSearcher, ranking: Ranking, text: str) -
     snap = ranking.snapshot
     rows = []
     excluded = ranking.keyword_stats.excluded if ranking.keyword_stats is not None else ()
-    for hit in searcher.keywords.search(text, updates.NEAR_PER_STATEMENT + 1, excluded_paths=excluded).hits:
+    for hit in searcher.keywords.search(text, updates.NEAR_PER_STATEMENT + 1, excluded_paths=excluded,
+                                        stats=ranking.keyword_stats).hits:
         row = snap.row_of.get(hit.id)
         if row is not None and _allowed(ranking, row):
             rows.append(row)

@@ -7,13 +7,16 @@ below one about bananas for "apple banana", and rose above it with "banana" ther
 order told the caller which word the owner's private notes hold. The concepts deep search shows,
 and the word weights of the precise stage, leaked the same way.
 
-For a caller who may not see every file (privacy, a confined scope), each word's weight is counted
-over the files it may see (``VisibleKeywords``: how many of their documents hold it, by Tantivy
-with the unseen files' paths excluded). Tantivy picks the candidates among those files only, and
-each candidate's score is rebuilt from its per-word scores, each word weighed by that count
-(``KeywordIndex.search(idf=...)``). What is left of the whole index is BM25's average document
-length, which the unseen files' sizes shift by a hair: their length, never their words. The
-owner's search is unchanged.
+The unseen files' sizes moved it too: BM25 compares a document's length with the average, and
+a long private file raised that average, which let long notes climb over short ones.
+
+For a caller who may not see every file (privacy, a confined scope), both statistics are counted
+over the files it may see (``VisibleKeywords``): each word's weight from how many of their
+documents hold it, and the average length from the term counts the index keeps per document
+(both by Tantivy, the unseen files' paths excluded). Tantivy picks the candidates among those
+files only, each word boosted from the whole index's weight to the visible one; each candidate's
+score is then rebuilt from Tantivy's own term counts and lengths with the visible statistics
+(``KeywordIndex.search(stats=...)``). The owner's search is unchanged.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class VisibleKeywords:
     excluded: tuple[str, ...]
     documents: int
     _holding: dict[str, int] = field(default_factory=dict)  # per term: visible documents holding it
+    _average_length: float | None = None
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """BM25's inverse document frequency of each analysed term, over the visible documents."""
@@ -50,6 +54,13 @@ class VisibleKeywords:
         total = max(self.documents, 1)
         return {term: math.log(1 + (total - self._holding[term] + 0.5) / (self._holding[term] + 0.5))
                 for term in wanted}
+
+    def average_length(self) -> float:
+        """BM25's average document length (in terms), over the visible documents."""
+        if self._average_length is None:
+            terms, documents = self.keywords.total_length(self.excluded)
+            self._average_length = terms / documents if documents else 1.0
+        return self._average_length
 
 
 def excluded_rows(hidden: np.ndarray | None, in_scope: np.ndarray | None) -> np.ndarray | None:

@@ -228,7 +228,7 @@ class Recaller:
         visible = (visible_in_index(keywords, self._indexed_paths(), hidden, confined)
                    if hidden is not None or confined is not None else None)
         found = keywords.search(prompt, max_results * settings.search.candidate_multiplier, None, None, None,
-                                visible.excluded if visible is not None else ())
+                                visible.excluded if visible is not None else (), visible)
         wanted: dict[str, set[str]] = {}
         for hit in found.hits:
             if scopes is None or scopes.covers(hit.path):
