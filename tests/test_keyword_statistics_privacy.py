@@ -148,3 +148,30 @@ def test_restricted_keyword_scores_are_those_of_an_index_without_the_unseen_file
     # the owner's scores do count the unseen files
     owner, alone = with_unseen.search("apple barn", 8), without.search("apple barn", 8)
     assert [hit.score for hit in owner.hits] != pytest.approx([hit.score for hit in alone.hits], rel=1e-3)
+
+
+def test_a_shared_caller_ranks_as_an_owner_whose_memory_never_held_the_private_files(tmp_path: Path) -> None:
+    """Same candidates, same scores: what a shared caller is shown is what the same memory without
+    its private files shows its owner, in every mode (and so says nothing of those files)."""
+    topics = ["garden", "market", "library", "train", "dentist", "budget", "holiday", "kitchen"]
+    notes = {f"memory/notes/{topic}-{i}.md": f"# {topic.title()}\n\n- Note {i} on the {topic}: the apple"
+                                               f" {'and banana ' * (i % 3)}plan for week {i}.\n"
+             for topic in topics for i in range(8)}
+    private = "# Private\n\n" + "".join(f"- The apple plan {i} for the {topics[i % 8]}, in private.\n"
+                                        for i in range(40))
+    answers = []
+    for name, files, who in (("with", {**notes, "MEMORY.md": private}, {"include_private": False}),
+                             ("without", notes, {})):
+        for rel, text in files.items():
+            write(tmp_path / name, rel, text)
+        with Memory(load_settings(tmp_path / name, environ={}), embedder=HashEmbedder()) as memory:
+            memory.index()
+            found = []
+            for query in ("apple plan", "banana for the garden week 3", "the kitchen budget"):
+                for mode in ("search", "precise_search", "deep_search"):
+                    result = getattr(memory, mode)(query, max_results=8, **who)
+                    found.append([(h.citation, round(h.score, 4)) for h in (result if isinstance(result, list)
+                                                                            else result.hits)])
+            answers.append(found)
+    assert answers[0] == answers[1]
+    assert all(answers[0])

@@ -185,13 +185,15 @@ class HybridSearcher:
             return empty
 
         allowed = self._filter_mask(snap, path_prefix, after, before, request.source, request.scopes)
+        pool = k * s.candidate_multiplier
+        if allowed is not None:
+            pool = max(pool * 10, 200)
+        # Private files are not a filter that thins the candidates: both stages leave them out before
+        # they pick (Tantivy by path, the vector scan by mask), so a shared caller's pool, and hence
+        # its ranking, is the owner's over the files it may see.
         if hidden is not None and hidden.patterns:
             visible = ~snap.hidden_mask(hidden)
             allowed = visible if allowed is None else allowed & visible
-        filtered = allowed is not None
-        pool = k * s.candidate_multiplier
-        if filtered:
-            pool = max(pool * 10, 200)
         stats = self._visible_keywords(snap, hidden, request.scopes)
 
         text_scores, text_confidence, every_match = self._keyword_candidates(
