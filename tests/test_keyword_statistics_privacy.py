@@ -68,21 +68,33 @@ def _in_both(tmp_path: Path, unseen_path: str, ask: Callable[[Memory], Answers],
     return answers[0], answers[1]
 
 
-def test_a_shared_callers_answers_do_not_move_with_what_a_private_file_says(tmp_path: Path) -> None:
-    shared = _in_both(tmp_path / "shared", "MEMORY.md", lambda m: _answers(m, include_private=False))
+LONG_FILLER = (" It was noted down after a long talk about the weekly schedule, the household budget, the"
+               " shopping list, the car repairs, the school run and the plans for the winter holidays.")
+# Two texts of the file the caller may not see: one word apart, or one size apart.
+UNSEEN = {
+    "words": (_unseen_text("apple"), _unseen_text("banana")),
+    "length": (_unseen_text("kale"), _unseen_text("kale").replace(" diet plan.", " diet plan." + LONG_FILLER)),
+}
+
+
+@pytest.mark.parametrize("differ", sorted(UNSEEN))
+def test_a_shared_callers_answers_do_not_move_with_a_private_file(tmp_path: Path, differ: str) -> None:
+    shared = _in_both(tmp_path / "shared", "MEMORY.md", lambda m: _answers(m, include_private=False), UNSEEN[differ])
     assert shared[0] == shared[1]
-    owner = _in_both(tmp_path / "owner", "MEMORY.md", lambda m: _answers(m))
+    assert any(shared[0][0])
+    owner = _in_both(tmp_path / "owner", "MEMORY.md", lambda m: _answers(m), UNSEEN[differ])
     assert owner[0] != owner[1]  # the owner's own statistics do count the private file
 
 
+@pytest.mark.parametrize("differ", sorted(UNSEEN))
 @pytest.mark.parametrize("keywords_only", [False, True])
-def test_a_shared_callers_recall_does_not_move_with_what_a_private_file_says(tmp_path: Path,
-                                                                           keywords_only: bool) -> None:
+def test_a_shared_callers_recall_does_not_move_with_a_private_file(tmp_path: Path, keywords_only: bool,
+                                                                   differ: str) -> None:
     def recall(memory: Memory) -> Answers:
         return [(h.citation, h.score) for h in memory.recall_hits(
             "apple banana stall orchard", include_private=False, keywords_only=keywords_only, min_score=0.0)]
 
-    first, second = _in_both(tmp_path, "MEMORY.md", recall)
+    first, second = _in_both(tmp_path, "MEMORY.md", recall, UNSEEN[differ])
     assert first == second and first  # something is recalled, the same in both
 
 
@@ -95,30 +107,6 @@ def test_a_caller_confined_to_a_scope_learns_nothing_of_another_scope(tmp_path: 
     assert confined[0] == confined[1]
     assert any(confined[0][0])  # it does find its scope's notes
 
-
-LONG_FILLER = (" It was noted down after a long talk about the weekly schedule, the household budget, the"
-               " shopping list, the car repairs, the school run and the plans for the winter holidays.")
-
-
-def test_a_shared_callers_answers_do_not_move_with_how_long_a_private_file_is(tmp_path: Path) -> None:
-    short, long = _unseen_text("kale"), _unseen_text("kale").replace(" diet plan.", " diet plan." + LONG_FILLER)
-    shared = _in_both(tmp_path / "shared", "MEMORY.md", lambda m: _answers(m, include_private=False), (short, long))
-    assert shared[0] == shared[1]
-    assert any(shared[0][0])
-    owner = _in_both(tmp_path / "owner", "MEMORY.md", lambda m: _answers(m), (short, long))
-    assert owner[0] != owner[1]  # the owner's average length does count the private file
-
-
-@pytest.mark.parametrize("keywords_only", [False, True])
-def test_a_shared_callers_recall_does_not_move_with_how_long_a_private_file_is(tmp_path: Path,
-                                                                             keywords_only: bool) -> None:
-    def recall(memory: Memory) -> Answers:
-        return [(h.citation, h.score) for h in memory.recall_hits(
-            "apple banana stall orchard", include_private=False, keywords_only=keywords_only, min_score=0.0)]
-
-    short, long = _unseen_text("kale"), _unseen_text("kale").replace(" diet plan.", " diet plan." + LONG_FILLER)
-    first, second = _in_both(tmp_path, "MEMORY.md", recall, (short, long))
-    assert first == second and first
 
 
 def test_restricted_keyword_scores_are_those_of_an_index_without_the_unseen_files(tmp_path: Path) -> None:
