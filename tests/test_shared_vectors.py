@@ -8,6 +8,7 @@ configured timeout, is named in ``status``, and leaves a working local memory.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import shutil
 import socket
@@ -25,6 +26,7 @@ import pytest
 
 from conftest import HashEmbedder, free_port, port_open, write
 from mcp_memory.config import CONFIG_FILENAME, Settings, load_settings
+from mcp_memory.core.chunking import chunk_markdown
 from mcp_memory.core.memory_ids import statement_body
 from mcp_memory.embedding import shared
 from mcp_memory.embedding.cache import text_key
@@ -85,6 +87,17 @@ def shared_keys(memory: Memory) -> list[str]:
 def local_keys(settings: Settings) -> set[str]:
     with sqlite3.connect(settings.index_dir / "embeddings.sqlite") as conn:
         return {key for (key,) in conn.execute("SELECT key FROM embeddings")}
+
+
+def chunk_keys(settings: Settings, rel: str) -> set[str]:
+    """The cache keys of the chunks of the file ``rel`` (a daily file's chunks carry its date)."""
+    text = (settings.workspace / rel).read_text(encoding="utf-8")
+    try:
+        day: dt.date | None = dt.date.fromisoformat(Path(rel).stem)
+    except ValueError:
+        day = None
+    c = settings.chunking
+    return {text_key(HashEmbedder(), chunk.index_text) for chunk in chunk_markdown(text, rel, day, c.tokens, c.overlap)}
 
 
 def embedded(embedder: HashEmbedder) -> int:
@@ -179,7 +192,11 @@ def test_concurrent_stores_on_two_machines_leave_each_vector_once_in_the_shared_
             memory.close()
 
     assert len(keys) == len(set(keys))  # nothing twice, though both machines wrote the common lines
-    assert set(keys) == local_keys(machines[0]) | local_keys(machines[1])  # and nothing lost
+    chunks = {key for settings in machines for path in (settings.workspace / "memory").glob("*.md")
+              for key in chunk_keys(settings, path.relative_to(settings.workspace).as_posix())}
+    # No chunk lost (each version of the daily files was shared as it was written); the single
+    # lines of the duplicate checks stay on each machine.
+    assert chunks <= set(keys) < local_keys(machines[0]) | local_keys(machines[1])
 
 
 def test_the_dynamodb_commit_store_shares_vectors_too(tmp_path, s3):
@@ -301,3 +318,37 @@ def test_sharing_resumes_once_the_store_is_fixed(tmp_path, s3, monkeypatch):
         assert memory.engine.shared is not None and memory.engine.shared.flush()
         keys = set(shared_keys(memory))
     assert keys == local_keys(settings)  # what was queued while the bucket was missing went too
+
+
+def test_private_files_and_single_lines_stay_on_this_machine(tmp_path, s3):
+    """A vector and its key (a hash of the text) say something of the text: the chunks of a private
+    file (``MEMORY.md``, and what is stored there) and the single lines a duplicate check embeds
+    never reach the shared store; the shared notes' chunks do, and another machine finds them."""
+    uri = f"s3://{BUCKET}/private-stays"
+    laptop, desktop = machine(tmp_path / "laptop", uri, s3), machine(tmp_path / "desktop", uri, s3)
+    write(laptop.workspace, "MEMORY.md", "# Notes\n\n- The user's therapist is Dr. Amsel, on Thursdays.\n")
+    write(laptop.workspace, "memory/notes/garden.md", "# Garden\n\n- The apple tree by the barn still fruits.\n")
+    embedder = HashEmbedder()
+    with Memory(laptop, embedder=embedder) as memory:
+        memory.index()
+        memory.store("The user's bank hint is the dog's first birthday.", evergreen=True)
+        memory.store("The pear tree by the gate was planted in the spring of 2019.")
+        memory.index()
+        assert memory.engine.shared is not None and memory.engine.shared.flush()
+        shared_now, local_now = set(shared_keys(memory)), local_keys(laptop)
+
+    daily = next(p.relative_to(laptop.workspace).as_posix() for p in (laptop.workspace / "memory").glob("*.md"))
+    private = chunk_keys(laptop, "MEMORY.md")
+    public = chunk_keys(laptop, "memory/notes/garden.md") | chunk_keys(laptop, daily)
+    assert private <= local_now and not private & shared_now
+    assert shared_now == public  # nothing else: no single line of the duplicate checks either
+    assert local_now - private - public  # those lines were embedded, here
+
+    shutil.copyfile(laptop.workspace / "MEMORY.md", desktop.workspace / "MEMORY.md")
+    copy_notes(laptop.workspace, desktop.workspace)
+    desktop_embedder = HashEmbedder()
+    with Memory(desktop, embedder=desktop_embedder) as memory:
+        memory.index()
+        hits = memory.search("apple tree barn")
+    assert embedded(desktop_embedder) == len(private)  # the private file embedded again, here only
+    assert hits and "apple tree" in hits[0].snippet

@@ -10,7 +10,10 @@ backfill) and memory lines (duplicate checks) both use it. A line is keyed as
 
 A second tier can stand behind the SQLite file: the vector table that machines sharing an
 object store read and add to (``embedding/shared.py``). Lookups ask it for what SQLite lacks
-and keep what it finds; new vectors go to both.
+and keep what it finds; new vectors go to both. Only chunks of files that are not private go
+there (``embed_kept_private``): a vector and its key (a hash of the text) say something of the
+text, so private files' chunks and single memory lines (which may come from any file) stay in
+this machine's file.
 """
 
 from __future__ import annotations
@@ -68,6 +71,19 @@ def embed_through_cache(embedder: Embedder, cache: EmbeddingCache, texts: Sequen
         cache.put_many(new, local_only=local_only)
         found.update(new)
     return np.stack([found[key] for key in keys])
+
+
+def embed_kept_private(embedder: Embedder, cache: EmbeddingCache, texts: Sequence[str], private: Sequence[bool],
+                       kind: EmbedKind = "chunk") -> np.ndarray:
+    """``embed_through_cache``, the texts ``private`` marks (those of private files) kept to the local
+    file: neither looked up in the second tier nor sent to it."""
+    at = {flag: [i for i, p in enumerate(private) if p == flag] for flag in (False, True)}
+    found: dict[int, np.ndarray] = {}
+    for flag, where in at.items():
+        if where:
+            vectors = embed_through_cache(embedder, cache, [texts[i] for i in where], kind, local_only=flag)
+            found.update(zip(where, vectors, strict=True))
+    return np.stack([found[i] for i in range(len(texts))])
 
 
 class VectorTier(Protocol):

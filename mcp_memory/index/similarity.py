@@ -210,7 +210,8 @@ class Similarity:
     def _embed_cached(self, texts: list[str]) -> np.ndarray:
         """Embeddings of short texts (memory lines), through the embedding cache."""
         assert self.engine.embedder is not None
-        return embed_through_cache(self.engine.embedder, self.engine.cache, texts, "line")
+        # Local only: these lines come from any file, private ones too (embedding/cache.py).
+        return embed_through_cache(self.engine.embedder, self.engine.cache, texts, "line", local_only=True)
 
 
 def statement_key(line: str, today: dt.date | None = None) -> str:

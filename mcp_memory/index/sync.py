@@ -41,6 +41,7 @@ from filelock import FileLock, Timeout
 from mcp_memory.config import Settings
 from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.folders import make_private_folder
+from mcp_memory.core.privacy import PrivacyRules
 from mcp_memory.core.session_source import count_messages, render_transcript
 from mcp_memory.core.workspace import (
     MAX_FILE_BYTES,
@@ -50,7 +51,7 @@ from mcp_memory.core.workspace import (
     decode_memory_bytes,
 )
 from mcp_memory.embedding import Embedder
-from mcp_memory.embedding.cache import EmbeddingCache, embed_through_cache, text_key
+from mcp_memory.embedding.cache import EmbeddingCache, embed_kept_private, text_key
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.state import FileState, IndexState
 from mcp_memory.index.vectors import VectorStore
@@ -105,6 +106,7 @@ class Indexer:
         cache: EmbeddingCache,
     ):
         self.settings = settings
+        self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
         self.workspace = workspace
         self.embedder = embedder
         self.vectors = store
@@ -412,7 +414,8 @@ class Indexer:
                 break
             # cast: index_text is a non-nullable string column (chunk_schema), so no None
             texts = cast("list[str]", rows.column("index_text").to_pylist())
-            vectors = embed_through_cache(self.embedder, self.cache, texts)
+            paths = cast("list[str]", rows.column("path").to_pylist())
+            vectors = embed_kept_private(self.embedder, self.cache, texts, [self.privacy.is_private(p) for p in paths])
             with self._write_lock:
                 self.vectors.set_vectors(rows, vectors)
                 # The files whose rows got vectors: readers re-read just those rows.

@@ -243,7 +243,7 @@ def _vectors(engine: Engine, texts: list[str]) -> np.ndarray | None:
     if engine.embedder is None:
         return None
     try:
-        vectors = embed_through_cache(engine.embedder, engine.cache, texts, "line")
+        vectors = embed_through_cache(engine.embedder, engine.cache, texts, "line", local_only=True)  # any file's lines
     except EmbeddingError as exc:
         engine.note_degraded(f"embedding failed: {exc}")
         return None

@@ -21,7 +21,7 @@ from mcp_memory.core.reading import Reader
 from mcp_memory.core.scopes import ScopeError, ScopeFilter, check_name, daily_path, evergreen_path, seen_from
 from mcp_memory.core.workspace import read_text
 from mcp_memory.embedding import EmbeddingError
-from mcp_memory.embedding.cache import embed_through_cache
+from mcp_memory.embedding.cache import embed_kept_private
 from mcp_memory.errors import MemoryInputError, PathError
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.similarity import Similarity
@@ -298,6 +298,7 @@ class Editor:
         if engine.embedder is None:
             return
         texts: list[str] = []
+        private: list[bool] = []  # per text: from a private file, so kept off any shared vector store
         for rel in rels:
             try:
                 file = engine.workspace.resolve(rel)
@@ -307,8 +308,9 @@ class Editor:
             chunking = engine.settings.chunking
             chunks = chunk_markdown(text, path=rel, date=file.date, tokens=chunking.tokens, overlap=chunking.overlap)
             texts.extend(c.index_text for c in chunks)
+            private.extend([engine.privacy.is_private(file.rel_path)] * len(chunks))
         try:
-            embed_through_cache(engine.embedder, engine.cache, texts)  # embeds only what the cache lacks
+            embed_kept_private(engine.embedder, engine.cache, texts, private)  # embeds only what the cache lacks
         except EmbeddingError:
             return  # the backfill tries again and reports it
 
