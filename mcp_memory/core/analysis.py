@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.resources
 import re
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
@@ -111,33 +112,27 @@ class TermAnalyzer:
         """The distinct analysed terms a query searches for, in order, at most MAX_QUERY_TERMS."""
         terms: list[str] = []
         seen: set[str] = set()
-        tokens = query_tokens(text)
-        for start in range(0, len(tokens), _ANALYZE_TOKENS):
-            for term in self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])):
-                if term not in seen:
-                    seen.add(term)
-                    terms.append(term)
-                    if len(terms) >= MAX_QUERY_TERMS:
-                        return terms
+        for term in self._analysed(query_tokens(text)):
+            if term not in seen:
+                seen.add(term)
+                terms.append(term)
+                if len(terms) >= MAX_QUERY_TERMS:
+                    break
         return terms
 
     def terms(self, text: str) -> frozenset[str]:
         """The analysed terms of a text, as the index holds them."""
-        tokens = keyword_tokens(text)
-        out: set[str] = set()
-        for start in range(0, len(tokens), _ANALYZE_TOKENS):
-            out.update(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
-        return frozenset(out)
+        return frozenset(self._analysed(keyword_tokens(text)))
 
     def count(self, tokens: list[str]) -> int:
         """How many terms the keyword index holds for ``keyword_tokens`` output: its length in BM25."""
-        return sum(len(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
-                   for start in range(0, len(tokens), _ANALYZE_TOKENS))
+        return sum(1 for _ in self._analysed(tokens))
 
     def sequence(self, text: str) -> list[str]:
         """The analysed terms of a text in order, stop words kept (for phrases)."""
-        tokens = keyword_tokens(text)
-        out: list[str] = []
+        return list(self._analysed(keyword_tokens(text)))
+
+    def _analysed(self, tokens: list[str]) -> Iterator[str]:
+        """The analysed terms of ``tokens``, in order, the analyzer given a bounded piece at a time."""
         for start in range(0, len(tokens), _ANALYZE_TOKENS):
-            out.extend(self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS])))
-        return out
+            yield from self._analyzer.analyze(" ".join(tokens[start : start + _ANALYZE_TOKENS]))

@@ -101,7 +101,8 @@ class Engine:
             self.vectors = VectorStore(self.settings.vector_uri, dims)
             self.keywords = KeywordIndex(index_dir / "tantivy")
             self.indexer = Indexer(
-                self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache
+                self.settings, self.workspace, self.embedder, self.vectors, self.keywords, self.state, self.cache,
+                self.privacy,
             )
             memory_vectors = MemoryVectors(self.embedder, self.cache) if self.embedder is not None else None
             self.searcher = HybridSearcher(self.keywords, self.embedder, self.settings.search, self.naming,

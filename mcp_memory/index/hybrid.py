@@ -389,13 +389,12 @@ class HybridSearcher:
         scores: dict[int, float] = {}
         prefix = _clean_prefix(path_prefix) if path_prefix else None
         excluded = stats.excluded if stats is not None else ()
-        limit = pool
-        result = self.keywords.search(query, limit, prefix, after, before, excluded, stats)
+        result = self.keywords.search(query, pool, prefix, after, before, excluded, stats)
         for hit in result.hits:
             row = snap.row_of.get(hit.id)
             if row is not None and (allowed is None or allowed[row]):
                 scores[row] = hit.score
-        every_match = len(result.hits) < limit
+        every_match = len(result.hits) < pool
         if not scores or result.query_weight <= 0:
             return scores, 0.0, every_match
         return scores, min(1.0, max(scores.values()) / result.query_weight), every_match

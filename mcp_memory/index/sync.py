@@ -104,9 +104,10 @@ class Indexer:
         keywords: KeywordIndex,
         state: IndexState,
         cache: EmbeddingCache,
+        privacy: PrivacyRules,
     ):
         self.settings = settings
-        self.privacy = PrivacyRules.from_settings(settings.privacy.private_paths)
+        self.privacy = privacy  # whose chunks' vectors stay off a shared vector store
         self.workspace = workspace
         self.embedder = embedder
         self.vectors = store
