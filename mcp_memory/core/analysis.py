@@ -124,9 +124,10 @@ class TermAnalyzer:
         """The analysed terms of a text, as the index holds them."""
         return frozenset(self._analysed(keyword_tokens(text)))
 
-    def count(self, tokens: list[str]) -> int:
-        """How many terms the keyword index holds for ``keyword_tokens`` output: its length in BM25."""
-        return sum(1 for _ in self._analysed(tokens))
+    def analysed(self, tokens: list[str]) -> list[str]:
+        """The terms the keyword index holds for ``keyword_tokens`` output, in order: their number is
+        the document's length in BM25."""
+        return list(self._analysed(tokens))
 
     def sequence(self, text: str) -> list[str]:
         """The analysed terms of a text in order, stop words kept (for phrases)."""

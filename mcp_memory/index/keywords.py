@@ -10,8 +10,8 @@ in a query are just words, never a syntax error.
 
 A caller who may not see every file is scored with BM25's statistics over what it may see
 (``visible_keywords.py``): Tantivy only knows the whole index's, so its candidates are boosted
-word by word and their scores rebuilt from Tantivy's own counts (``KeywordIndex._search_as``).
-Each document keeps its length in terms as a fast field for that average.
+word by word and their scores rebuilt from the terms each document keeps (``KeywordIndex._search_as``).
+Each document also keeps its length in terms as a fast field for the visible average length.
 
 Tantivy allows a single writer per index across all processes; callers hold the
 workspace write lock (see ``sync.py``) around ``KeywordIndex.writer()``.
@@ -26,6 +26,7 @@ import logging
 import math
 import re
 import shutil
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from mcp_memory.core.analysis import TermAnalyzer, build_analyzer, keyword_token
 log = logging.getLogger(__name__)
 
 _TOKENIZER_NAME = "mcp_memory_text"
-_LAYOUT = "3"  # bump when the schema or the tokens change; an index of another layout is rebuilt
+_LAYOUT = "4"  # bump when the schema or the tokens change; an index of another layout is rebuilt
 # Tantivy's BM25 parameters (its defaults): a restricted caller's scores are rebuilt with them.
 _K1, _B = 1.2, 0.75
 _MOST_FETCHED = 16  # a restricted caller's search reads at most this many times the hits it asks for
@@ -54,6 +55,9 @@ def _schema() -> tantivy.Schema:
     # How many terms ``text`` holds, as Tantivy counts them: the average a restricted caller's
     # BM25 divides by is summed over the documents it may see (``total_length``).
     builder.add_integer_field("length", indexed=False, fast=True)
+    # The analysed terms themselves, space-separated (stored only): a restricted caller's BM25 counts
+    # the query's words in them, where asking Tantivy would take one search per word.
+    builder.add_bytes_field("terms", stored=True)
     return builder.build()
 
 
@@ -218,7 +222,7 @@ class KeywordIndex:
         Tantivy weighs a word by its IDF over the whole index and compares a document's length with
         the whole index's average. A boost per word turns its weight into the visible one, so the
         candidates are picked by the caller's word weights; each candidate's score is then rebuilt
-        from Tantivy's own counts (how often each word occurs in it, how long it is) with the
+        from the terms it keeps (how often each word occurs in it, how long it is) with the
         visible weights and average length, so that nothing of the unseen documents is left in it.
         """
         weights = stats.idf(terms)
@@ -235,52 +239,23 @@ class KeywordIndex:
         # document left unfetched can enter. Until then, fetch more.
         growth = max(1.0, average / max(whole.average_length, 1.0)) * (1 + 1e-4)
         scores: dict[tuple[int, int], float] = {}
-        addresses: dict[tuple[int, int], tantivy.DocAddress] = {}
+        docs: dict[tuple[int, int], tantivy.Document] = {}
         fetch = 2 * limit
         while True:
             hits = searcher.search(matching, fetch).hits
-            fresh = [address for _, address in hits if (address.segment_ord, address.doc) not in scores]
-            scores.update(self._visible_scores(searcher, whole, terms, weights, average, fresh))
-            addresses.update({(address.segment_ord, address.doc): address for address in fresh})
+            for _, address in hits:
+                key = (address.segment_ord, address.doc)
+                if key not in docs:
+                    docs[key] = searcher.doc(address)
+                    scores[key] = _visible_score(docs[key], weights, average)
             best = heapq.nlargest(limit, scores.values())
             if (len(hits) < fetch or fetch >= _MOST_FETCHED * limit
                     or (len(best) == limit and best[-1] > float(hits[-1][0]) * growth)):
                 break
             fetch *= 2
-        ranked = heapq.nlargest(limit, scores, key=scores.__getitem__)
-        docs = [(searcher.doc(addresses[key]), scores[key]) for key in ranked if scores[key] > 0]
-        return KeywordResult([KeywordHit(d["id"][0], score, d["path"][0]) for d, score in docs],
+        ranked = [key for key in heapq.nlargest(limit, scores, key=scores.__getitem__) if scores[key] > 0]
+        return KeywordResult([KeywordHit(docs[key]["id"][0], scores[key], docs[key]["path"][0]) for key in ranked],
                              sum(weights.values()))
-
-    def _visible_scores(self, searcher: tantivy.Searcher, whole: _WholeIndex, terms: list[str],
-                        weights: dict[str, float], average: float,
-                        addresses: list[tantivy.DocAddress]) -> dict[tuple[int, int], float]:
-        """BM25 of the documents at ``addresses`` with the words weighed by ``weights`` and lengths
-        compared with ``average``, from each word's Tantivy score in each document."""
-        if not addresses:
-            return {}
-        keys = [(address.segment_ord, address.doc) for address in addresses]
-        lengths = dict(zip(keys, (_fieldnorm(int(n or 0)) for n in searcher.fast_field_values("length", addresses)),
-                           strict=True))
-        scores = dict.fromkeys(keys, 0.0)
-        among = tantivy.Query.const_score_query(tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "id", searcher.doc(address)["id"][0]))
-             for address in addresses]), 0.0)
-        for term in terms:
-            word = tantivy.Query.term_query(self._schema, "text", term)
-            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, word), (tantivy.Occur.Must, among)])
-            full = whole.idf(searcher, term) * (_K1 + 1)
-            for score, address in searcher.search(query, len(addresses), count=False).hits:
-                key = (address.segment_ord, address.doc)
-                if key not in scores:
-                    continue
-                # Tantivy's score is full * f / (f + K1 * norm) with the whole index's norm: solve for f,
-                # the word's count in the document (a whole number), then score it by the visible norm.
-                share = min(float(score) / full, 0.999999)
-                freq = max(1, round(share * _K1 * whole.norm(lengths[key]) / (1 - share)))
-                norm = 1 - _B + _B * lengths[key] / average
-                scores[key] += weights[term] * (_K1 + 1) * freq / (freq + _K1 * norm)
-        return scores
 
     def holding(self, terms: Iterable[str], excluded_paths: Collection[str]) -> dict[str, int]:
         """How many documents hold each analysed term, outside the files ``excluded_paths`` names."""
@@ -337,7 +312,9 @@ class _KeywordWriter:
     def add(self, chunk_id: str, path: str, index_text: str, date: dt.date | None = None) -> None:
         tokens = keyword_tokens(index_text)
         doc = tantivy.Document(id=chunk_id, path=path, text=" ".join(tokens))
-        doc.add_integer("length", self._terms.count(tokens))
+        terms = self._terms.analysed(tokens)
+        doc.add_integer("length", len(terms))
+        doc.add_bytes("terms", " ".join(terms).encode("utf-8"))
         if date is not None:
             doc.add_integer("day", date.toordinal())
         self._writer.add_document(doc)
@@ -367,9 +344,6 @@ class _WholeIndex:
         df = int(searcher.doc_freq("text", term))
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
-    def norm(self, length: int) -> float:
-        return 1 - _B + _B * length / max(self.average_length, 1.0)
-
 
 def _facts(explanation: dict[str, Any]) -> dict[str, float]:
     """The named numbers of an explanation ("N", "avgdl", ...), from its first term's branch."""
@@ -381,6 +355,15 @@ def _facts(explanation: dict[str, Any]) -> dict[str, float]:
         elif name not in facts:
             facts[name] = float(detail["value"])
     return facts
+
+
+def _visible_score(doc: tantivy.Document, weights: dict[str, float], average: float) -> float:
+    """BM25 of one document with the words weighed by ``weights`` and its length compared with
+    ``average``, from the analysed terms it keeps."""
+    held = doc["terms"][0].decode("utf-8").split() if doc["terms"] else []
+    counts = Counter(term for term in held if term in weights)
+    norm = 1 - _B + _B * _fieldnorm(len(held)) / average
+    return sum(weights[term] * (_K1 + 1) * freq / (freq + _K1 * norm) for term, freq in counts.items())
 
 
 def _fieldnorm(length: int) -> int:
