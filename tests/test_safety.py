@@ -361,3 +361,34 @@ def test_cjk_password_names_take_their_value_without_a_separator(text):
                                   "密码策略v2已经发布"])
 def test_cjk_password_words_in_prose_are_not_secrets(text):
     assert not contains_secret(text)
+
+
+@pytest.mark.parametrize("text", [
+    "SSN: 123-45-6789",
+    "my social security number is 078 05 1120",
+    "Social Security no. 219099999",
+    "身份证号 11010519491231002X",
+    "我的身份证号码是 440308199001011239",
+    "ID card: 320102198001010016",
+    "身份证：440308199001011234",  # named: a mistyped check character is still the number
+    "Her number 440308199001011239 is on file.",  # unnamed, but a valid resident identity number
+])
+def test_national_identity_numbers_are_secrets(text: str) -> None:
+    assert contains_secret(text)
+    found = find_secrets(text)
+    number = text[found[0].start : found[0].end]
+    assert sum(ch.isdigit() for ch in number) >= 9
+    assert number not in redact_secrets(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The SSN field must be masked in the UI.",
+    "Order number 123-45-6789 shipped.",
+    "SSN 000-12-3456 is the example the form rejects.",
+    "身份证要带上，办签证用。",
+    "Ticket 440308199001 is closed.",
+    "Tracking 440308199001011234 arrives Monday.",  # check character wrong and nothing names an id
+    "phone 138 0013 8000",
+])
+def test_numbers_that_are_not_identity_numbers(text: str) -> None:
+    assert not contains_secret(text)

@@ -46,7 +46,9 @@ with Latin diacritics removed (``précédentes`` and ``precedentes`` read the sa
 without accents. The few rules whose meaning depends on case (``DAN``, ``SYSTEM:``) read
 the normalised text before casefolding.
 
-Views (``_views``): besides that main view, the rules read every view ``decoded_views`` makes
+Views (``_views``): besides that main view, the rules read its ``unspelled`` form (words spelled
+letter by letter, ``I g n o r e`` or ``i.g.n.o.r.e``, joined; words run together with ``_`` or
+``-`` parted), and every view ``decoded_views`` makes
 (base64, hex, quoted-printable, ``\\uXXXX`` escapes, markdown emphasis, nested), and of each
 its ``latin_skeleton``: combining marks dropped, and in words that read as Latin the Cyrillic,
 Greek, Armenian, Cherokee and small-capital look-alikes folded to Latin ("Ignоre" with a
@@ -79,7 +81,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_memory.safety import rulefiles
-from mcp_memory.safety.text import decoded_for_filters, decoded_views, latin_skeleton
+from mcp_memory.safety.text import decoded_for_filters, decoded_views, latin_skeleton, unspelled
 
 # ----- normalisation -------------------------------------------------------------------------
 
@@ -125,6 +127,15 @@ def _views(text: str) -> Iterator[tuple[str, str]]:
     yield main
     seen = {main[0]}
     budget = _VIEW_BUDGET_BASE + _VIEW_BUDGET_FACTOR * len(main[0])  # characters the other views may cost
+    # Words spelled letter by letter ("I g n o r e") or run together ("IGNORE_ALL_PREVIOUS") read as words.
+    # Read before spaces are squeezed: "p l e a s e   i g n o r e" keeps its word breaks.
+    spelled = unspelled(text or "")
+    if spelled is not None:
+        joined = _prepare(spelled)
+        if joined[0] not in seen:
+            budget -= len(joined[0])
+            seen.add(joined[0])
+            yield joined
     for view in decoded_views(text or ""):
         # The plain view is read as the main one (references decoded), as it always was.
         plain = main[0] if view.depth == 0 else view.text

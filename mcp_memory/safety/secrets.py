@@ -41,6 +41,8 @@ rest of the engine and the public functions.
   look like parts of a credential, never between words of prose.
 * **Payment cards**: 13-19 digits, grouped as cards are printed (spaces, dots, dashes, or
   nothing), with an issuer prefix of the right length and a valid Luhn check digit.
+* **National identity numbers** (``identity_numbers.py``): US Social Security numbers where the
+  text names them, and Chinese resident identity numbers by their structure and check character.
 * **Others**: passwords on a command line (``mysql -pSecret``, ``sshpass -p``) and wallet
   recovery phrases under their name.
 
@@ -69,6 +71,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from mcp_memory.safety import rulefiles
+from mcp_memory.safety.identity_numbers import identity_numbers
 from mcp_memory.safety.secret_values import (
     FILE,
     has_upper_lower_digit,
@@ -458,6 +461,7 @@ def _scan(text: str, depth: int = 0) -> list[SecretMatch]:
     the joined view, where a token broken by a space or a line break is whole again.
     """
     found = [SecretMatch(*hit) for hit in named_values(text)] + _cards(text)
+    found += [SecretMatch(*hit) for hit in identity_numbers(text)]
     if " -p" in text or "curl" in text:
         found += _command_passwords(text)
     tokens, index = latin_skeleton(text)

@@ -21,6 +21,9 @@ Detection views on one side, text fit to be written on the other:
   scripts that look Latin folded to their Latin twins in words that read as Latin, so
   ``Ignоre`` with a Cyrillic ``о`` reads as ``Ignore``. ``CONFUSABLES`` is the one table of
   look-alikes both detectors use.
+* ``unspelled`` is the injection filter's view of words spelled out letter by letter or run
+  together: ``I g n o r e``, ``i.g.n.o.r.e`` and ``d-i-s-r-e-g-a-r-d`` read as the word, and
+  ``IGNORE_ALL_PREVIOUS_INSTRUCTIONS`` or ``ignore-all-previous-instructions`` as words.
 * ``decoded_views`` yields the text as each layer of encoding (HTML references, percent-escapes,
   base64, hex, quoted-printable, ``\\uXXXX``, markdown emphasis) would show it once decoded,
   nested as deep as a size budget allows, so both detectors read what a decoder would act on.
@@ -115,6 +118,21 @@ def decoded_for_filters(text: str) -> str:
             break
         current = decoded
     return current
+
+
+# Three or more single letters, each pair kept apart by the same one separator ("I g n o r e",
+# "i.g.n.o.r.e", "d-i-s-r-e-g-a-r-d"); a double space between two such runs still parts words.
+_SPELLED = re.compile(r"(?<![^\W_])[^\W\d_](?P<sep>[ .\-_/|*+~\u00b7\u2022])[^\W\d_](?:(?P=sep)[^\W\d_])+(?![^\W_])")
+# Three or more words of letters run together by "_" or "-", not part of a path or a name with digits.
+_JOINED_WORDS = re.compile(r"(?<![\w./~-])[^\W\d_]+(?:[_-][^\W\d_]+){2,}(?![\w./~-])")
+
+
+def unspelled(text: str) -> str | None:
+    """``text`` with words spelled letter by letter joined, and three or more words run together by
+    ``_`` or ``-`` parted by spaces; None when that changes nothing. A detection view, never written."""
+    joined = _SPELLED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    parted = _JOINED_WORDS.sub(lambda m: m.group(0).replace("_", " ").replace("-", " "), joined)
+    return parted if parted != text else None
 
 
 def clean_memory_text(text: str) -> str:
