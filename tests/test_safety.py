@@ -392,3 +392,31 @@ def test_national_identity_numbers_are_secrets(text: str) -> None:
 ])
 def test_numbers_that_are_not_identity_numbers(text: str) -> None:
     assert not contains_secret(text)
+
+
+@pytest.mark.parametrize("text", [
+    "the admin login is admin / Winter2024!",
+    "credentials: deploy / Tr0ub4dor&3",
+    "user/pass: bob / hunter22",
+    "login for the NAS is root / t00r!x",
+    "账号密码：admin / Abc12345",
+])
+def test_a_login_written_as_user_and_password_is_a_secret(text: str) -> None:
+    found = find_secrets(text)
+    assert found and text[found[0].start : found[0].end] not in redact_secrets(text)
+    assert text.split("/")[0] in redact_secrets(text)  # the name and the user stay
+
+
+@pytest.mark.parametrize("text", [
+    "Login with Google / Apple is enabled.",
+    "credentials: see 1Password / vault",
+    "creds: readonly / see-vault",
+    "logins / signups ratio is 3/4",
+    "Sign-ins / month: 1200",
+    "credentials: ci-bot / ${CI_TOKEN}",
+    "login is admin / changeme",
+    "login: admin / 2024-05-01",
+    "The login flow is OAuth / OIDC-based.",
+])
+def test_pairs_that_are_not_logins(text: str) -> None:
+    assert not contains_secret(text)
