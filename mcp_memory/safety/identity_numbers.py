@@ -26,6 +26,8 @@ _SSN_NAME = re.compile(
 )
 _SSN = re.compile(r"(?<![\d-])(\d{3})([- ]?)(\d{2})\2(\d{4})(?![\d-])")
 _SSN_GAP = 24  # characters between the name and the number ("SSN is", "social security number: ")
+_SSN_LENGTH = 11  # nine digits and two separators
+_SENTENCE_END = re.compile(r"[.!?\n]")
 
 _CN_ID = re.compile(r"(?<![0-9A-Za-z])([1-9]\d)\d{4}((?:18|19|20)\d{2})(\d{2})(\d{2})\d{3}[\dXx](?![0-9A-Za-z])")
 _CN_NAME = re.compile(
@@ -53,8 +55,8 @@ def identity_numbers(text: str) -> list[tuple[str, int, int]]:
 def _ssns(text: str) -> list[tuple[str, int, int]]:
     found = []
     for name in _SSN_NAME.finditer(text):
-        match = _SSN.search(text, name.end(), name.end() + _SSN_GAP + 11)
-        if match is None or re.search(r"[.!?\n]", text[name.end() : match.start()]):
+        match = _SSN.search(text, name.end(), name.end() + _SSN_GAP + _SSN_LENGTH)
+        if match is None or _SENTENCE_END.search(text, name.end(), match.start()):
             continue
         area, group, serial = int(match.group(1)), int(match.group(3)), int(match.group(4))
         if area in (0, 666) or area >= 900 or group == 0 or serial == 0:

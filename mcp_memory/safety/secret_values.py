@@ -366,6 +366,13 @@ def _password_ok(value: str, separator: str, quoted: bool, line_final: bool) -> 
     return True
 
 
+def spaced_password(value: str) -> bool:
+    """A value that reads as a password with no quote or assignment to vouch for it (``pw Lx82!mq``,
+    ``admin / Winter2024!``): letters and digits together, or a long number; never a placeholder,
+    a reference, a word of prose, a version or a date."""
+    return not is_placeholder(value) and not is_reference(value) and _password_ok(value, "space", False, False)
+
+
 def _mixed_case_inside(value: str) -> bool:
     return any(ch.isupper() for ch in value[1:]) and any(ch.islower() for ch in value)
 

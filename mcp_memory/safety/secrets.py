@@ -44,7 +44,7 @@ rest of the engine and the public functions.
 * **National identity numbers** (``identity_numbers.py``): US Social Security numbers where the
   text names them, and Chinese resident identity numbers by their structure and check character.
 * **Login pairs**: "the admin login is admin / Winter2024!", a user name and a password under a
-  name for the pair, the password mixing letters with digits or symbols.
+  name for the pair, the password judged as one written after a space (letters with digits).
 * **Others**: passwords on a command line (``mysql -pSecret``, ``sshpass -p``) and wallet
   recovery phrases under their name.
 
@@ -82,6 +82,7 @@ from mcp_memory.safety.secret_values import (
     looks_random,
     named_values,
     rule_file,
+    spaced_password,
 )
 from mcp_memory.safety.text import (
     DEFAULT_IGNORABLE,
@@ -252,24 +253,18 @@ def _web_credentials(text: str) -> list[SecretMatch]:
 # Winter2024!", "credentials: deploy / Tr0ub4dor&3", "user/pass: bob / hunter22".
 _LOGIN_PAIR = re.compile(
     r"(?i)\b(?:logins?|log-ins?|sign-ins?|credentials?|creds|user(?:name)?\s*/\s*pass(?:word)?|"
-    r"username and password|账号密码|賬號密碼|账户密码)\b(?:\s+(?:is|are|was|for\s+(?:the\s+|my\s+|our\s+)?"
-    r"[\w.-]{1,30}\s+(?:is|are)))?(?:\s*[:=]\s*|\s+)(?P<user>[\w.@+-]{1,40})\s*(?:/|\|)\s*(?P<secret>[^\s/]{6,64}?)(?=[\s,;)]|[.!?]?$|[.!?]\s)"
+    r"username and password|账号密码|賬號密碼|账户密码)\b"
+    r"(?:\s+(?:is|are|was|for\s+(?:the\s+|my\s+|our\s+)?[\w.-]{1,30}\s+(?:is|are)))?"  # "for the NAS is"
+    r"(?:\s*[:=]\s*|\s+)(?P<user>[\w.@+-]{1,40})\s*[/|]\s*"
+    r"(?P<secret>[^\s/]{6,64}?)(?=[\s,;)]|[.!?]?$|[.!?]\s)"
 )
 
 
 def _login_pairs(text: str) -> list[SecretMatch]:
-    """A user name and a password written as a pair under a name for logins: the password is one
-    when it mixes letters with digits or symbols (not only hyphens or dots) and points to nothing
-    kept elsewhere."""
-    found: list[SecretMatch] = []
-    for match in _LOGIN_PAIR.finditer(text):
-        secret = match.group("secret")
-        has_letter = any(ch.isalpha() for ch in secret)
-        # a digit or a symbol; a hyphen or a dot alone joins words ("see-vault")
-        has_other = any(ch.isdigit() or not (ch.isalnum() or ch in "-_.") for ch in secret)
-        if has_letter and has_other and not is_placeholder(secret) and not is_reference(secret):
-            found.append(SecretMatch("password", match.start("secret"), match.end("secret")))
-    return found
+    """A user name and a password written as a pair under a name for logins, judged as a password
+    with nothing but a space to vouch for it (``secret_values.spaced_password``)."""
+    return [SecretMatch("password", match.start("secret"), match.end("secret"))
+            for match in _LOGIN_PAIR.finditer(text) if spaced_password(match.group("secret"))]
 
 
 def _command_passwords(text: str) -> list[SecretMatch]:

@@ -122,7 +122,9 @@ def decoded_for_filters(text: str) -> str:
 
 # Three or more single letters, each pair kept apart by the same one separator ("I g n o r e",
 # "i.g.n.o.r.e", "d-i-s-r-e-g-a-r-d"); a double space between two such runs still parts words.
-_SPELLED = re.compile(r"(?<![^\W_])[^\W\d_](?P<sep>[ .\-_/|*+~\u00b7\u2022])[^\W\d_](?:(?P=sep)[^\W\d_])+(?![^\W_])")
+_SPELLED = re.compile(
+    r"(?<![^\W_])[^\W\d_](?P<sep>[ .\-_/|*+~\u00b7\u2022])[^\W\d_](?:(?P=sep)[^\W\d_])+(?![^\W_])"
+)
 # Three or more words of letters run together by "_" or "-", not part of a path or a name with digits.
 _JOINED_WORDS = re.compile(r"(?<![\w./~-])[^\W\d_]+(?:[_-][^\W\d_]+){2,}(?![\w./~-])")
 
