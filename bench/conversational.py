@@ -15,6 +15,12 @@ This benchmark builds such queries from three sources and runs them in the three
 * ``--source ours``: ``bench/data/conversations.jsonl``, written for this benchmark: one short
   memory per file, a 3-10-turn conversation of about 100 words whose last user turn relates to
   one memory (often indirectly), distractor memories on nearby topics; half Chinese.
+* ``--source facts``: LoCoMo again, in the shape an agent's own memory takes: one short fact per
+  file (the dataset's per-session observations, "Caroline attended an LGBTQ support group", 2,541
+  of them, dated by their session), never the conversations themselves. A question's relevant
+  files are the facts drawn from its evidence turns (questions whose evidence produced no fact
+  are left out); the queries are built as for ``locomo`` (a later session's turns, then the
+  question), and the facts of that later session are not scored.
 
 Every query is seeded from its id (``--seed``), so a run is reproducible. Each source has a
 dev and a test split (LoCoMo: even/odd conversations; dialogue: the first two conversations of
@@ -158,6 +164,65 @@ def locomo_queries(workspace: Path, data_path: Path, seed: int, sample: int | No
     return _sample(out, seed, sample)
 
 
+def facts_workspace(data: list[dict], workspace: Path) -> tuple[dict[tuple[int, str], set[str]],
+                                                                  dict[tuple[int, int], set[str]]]:
+    """One file per LoCoMo observation, ``memory/facts/conv-NN/<session date>-sNN-KKK.md`` (a dated
+    name, as a daily log's), holding the fact as one bullet. Returns the files of each (conversation,
+    dialogue turn) the facts were drawn from, and those of each (conversation, session)."""
+    folder = workspace / "memory" / "facts"
+    wanted: dict[Path, str] = {}
+    by_turn: dict[tuple[int, str], set[str]] = defaultdict(set)
+    by_session: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for ci, sample_data in enumerate(data):
+        conv = sample_data["conversation"]
+        for key, by_speaker in sample_data.get("observation", {}).items():
+            n = int(re.findall(r"\d+", key)[0])
+            if f"session_{n}_date_time" not in conv:
+                continue
+            date = locomo_bench.session_date(conv[f"session_{n}_date_time"])
+            facts = [fact for speaker in sorted(by_speaker) for fact in by_speaker[speaker]]
+            for k, (text, turns) in enumerate(facts):
+                rel = f"memory/facts/conv-{ci:02d}/{date.isoformat()}-s{n:02d}-{k:03d}.md"
+                wanted[workspace / rel] = f"- {' '.join(str(text).split())}\n"
+                by_session[(ci, n)].add(rel)
+                for dia in re.findall(r"D\d+:\d+", str(turns)):
+                    by_turn[(ci, dia)].add(rel)
+    locomo_bench.write_wanted(folder, wanted)
+    return by_turn, by_session
+
+
+def facts_queries(workspace: Path, data_path: Path, seed: int, sample: int | None) -> list[Query]:
+    """The ``locomo`` queries over a workspace of single facts (``facts_workspace``): relevant files
+    are the facts of the question's evidence turns; every fact's only line is its evidence. The facts
+    of the session the conversation's turns come from are not scored: they hold the query's words
+    (as that session's file does in ``locomo``)."""
+    data = json.loads(data_path.read_text(encoding="utf-8"))
+    by_turn, by_session = facts_workspace(data, workspace)
+    out: list[Query] = []
+    for ci, sample_data in enumerate(data):
+        conv = sample_data["conversation"]
+        count = 1
+        while f"session_{count + 1}" in conv:
+            count += 1
+        for qi, qa in enumerate(sample_data["qa"]):
+            turns_named = re.findall(r"D(\d+):(\d+)", " ".join(qa.get("evidence", [])))
+            files = set().union(*(by_turn.get((ci, f"D{s}:{t}"), set()) for s, t in turns_named)) if turns_named \
+                else set()
+            if not files:
+                continue
+            evidence = {int(s) for s, _ in turns_named}
+            for variant in ("plain", "aside"):
+                rng = random.Random(f"{seed}:facts:{ci}:{qi}:{variant}")
+                later = later_session(evidence, count, rng)
+                turns = [(t["speaker"], t["text"].replace("\n", " ")) for t in conv[f"session_{later}"]]
+                asker = asker_of((conv["speaker_a"], conv["speaker_b"]), qa["question"], rng)
+                text = conversation(turns, asker, qa["question"], rng, variant, "en")
+                out.append(Query(f"facts-{ci}-{qi}-{variant}", text, f"facts/{variant}/en",
+                                 "dev" if ci % 2 == 0 else "test", files, {(path, 1) for path in files},
+                                 frozenset(by_session.get((ci, later), set()) - files)))
+    return _sample(out, seed, sample)
+
+
 def dialogue_queries(workspace: Path, data_path: Path, seed: int) -> list[Query]:
     data = json.loads(data_path.read_text(encoding="utf-8"))
     questions = dialogue_bench.write_workspace(data, workspace)
@@ -275,7 +340,7 @@ def summary(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", choices=("locomo", "dialogue", "ours"), default="ours")
+    parser.add_argument("--source", choices=("locomo", "facts", "dialogue", "ours"), default="ours")
     parser.add_argument("--data", type=Path, default=None, help="the source's data file")
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--modes", default=",".join(MODES))
@@ -292,6 +357,8 @@ def main() -> None:
     workspace = args.workspace or Path(os.environ.get("TMPDIR", "/tmp")) / f"mcp-memory-conv-{args.source}"
     if args.source == "locomo":
         queries = locomo_queries(workspace, args.data or locomo_bench.DEFAULT_DATA, args.seed, args.sample)
+    elif args.source == "facts":
+        queries = facts_queries(workspace, args.data or locomo_bench.DEFAULT_DATA, args.seed, args.sample)
     elif args.source == "dialogue":
         queries = dialogue_queries(workspace, args.data or dialogue_bench.DEFAULT_DATA, args.seed)
     else:

@@ -78,6 +78,8 @@ def last_turn(text: str) -> str:
 def queries_of(source: str, workspace: Path, data: Path | None, seed: int, sample: int | None) -> list[conv.Query]:
     if source == "locomo":
         return conv.locomo_queries(workspace, data or locomo_bench.DEFAULT_DATA, seed, sample)
+    if source == "facts":
+        return conv.facts_queries(workspace, data or locomo_bench.DEFAULT_DATA, seed, sample)
     if source == "dialogue":
         return conv.dialogue_queries(workspace, data or dialogue_bench.DEFAULT_DATA, seed)
     return conv.ours_queries(workspace, data or conv.OURS)
@@ -128,7 +130,7 @@ def summary(source: str, result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", choices=("locomo", "dialogue", "ours"), default="ours")
+    parser.add_argument("--source", choices=("locomo", "facts", "dialogue", "ours"), default="ours")
     parser.add_argument("--data", type=Path, default=None, help="the source's data file")
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=7)
