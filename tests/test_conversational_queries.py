@@ -1,9 +1,8 @@
 """Conversation-shaped queries: a client passes the conversation so far, the question last.
 
 Driven through the real ``mcp.Client`` in memory (as ``test_search_modes.py``), on one short
-memory per file with distractors on the topics the small talk is about. Precise and deep search
-must rank the memory the latest turn asks about at least as high as the default search, and no
-query shape (1 character, 20,000 characters, a pasted transcript, mixed scripts) is an error.
+memory per file with distractors on the topics the small talk is about. Every search mode must
+rank the memory the latest turn asks about first, and no query shape (1 character, 20,000 characters, a pasted transcript, mixed scripts) is an error.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from mcp import Client
 
 from conftest import close_server, make_server, write
 from mcp_memory.config import Settings
-from mcp_memory.search.query_focus import FOCUS_CHARS, focus, is_long, turns
+from mcp_memory.core.query_focus import FOCUS_CHARS, focus, is_long, turns
 
 PRECISE, DEEP = "precision_memory_search", "deep_memory_search"
 DENTIST = "memory/people/dentist.md"
@@ -89,14 +88,23 @@ def test_the_focus_of_huge_input_is_bounded():
 
 # ----- through the MCP server --------------------------------------------------------------------
 @pytest.mark.anyio
-async def test_precise_and_deep_find_what_the_latest_turn_asks(server):
-    """Fails before the fix: precise read the whole conversation and ranked the trip notes first."""
+async def test_every_mode_finds_what_the_latest_turn_asks(server):
+    """Fails before the fix: precise read the whole conversation and ranked the trip notes first,
+    and so did the default search, which ranked the conversation as one text."""
     async with Client(server) as client:
-        default = rank(await search(client, "memory_search", CONVERSATION), DENTIST)
-        precise = await search(client, PRECISE, CONVERSATION)
-        deep = await search(client, DEEP, CONVERSATION)
-    assert rank(precise, DENTIST) <= default and rank(deep, DENTIST) <= default
-    assert rank(precise, DENTIST) == 0 and rank(deep, DENTIST) == 0
+        for tool in ("memory_search", PRECISE, DEEP):
+            assert rank(await search(client, tool, CONVERSATION), DENTIST) == 0, tool
+
+
+@pytest.mark.anyio
+async def test_a_latest_turn_that_only_points_back_keeps_the_conversations_topic(server):
+    """A last turn whose words the notes do not hold is not heard: the whole conversation ranks."""
+    pointing_back = CONVERSATION.rsplit("\n", 1)[0] + "\nuser: Hmm, and what about that other thing I mentioned?"
+    async with Client(server) as client:
+        for tool in ("memory_search", PRECISE, DEEP):
+            hits = await search(client, tool, pointing_back)
+            assert hits and "Lisbon" in hits[0]["snippet"], (tool, hits[:1])
+            assert rank(hits, DENTIST) > 0, tool
 
 
 @pytest.mark.anyio

@@ -30,6 +30,12 @@ _WORD = re.compile(r"[^\W_]+")
 _ANALYZE_TOKENS = 512  # tokens handed to the analyzer at a time
 MAX_QUERY_TERMS = 256  # a 100 KB query must not become a 20,000-clause query
 
+# The share of a query's word weight (by IDF) that one line or note must hold before word evidence
+# counts at all, and from which it counts fully (linear in between): the local reranker's windows,
+# and how well the first stage hears a long query's focus (``index/long_query.py``).
+WORDS_FOUND_LOW = 0.3
+WORDS_FOUND_HIGH = 0.6
+
 
 def _stopwords() -> frozenset[str]:
     """The words of words/query_stopwords.txt (comments, lines starting with #, left out)."""

@@ -5,7 +5,8 @@
 2. Fusion: each list's scores are min-max normalised over its own candidates, then
    ``vector_weight × vector + text_weight × text``; a chunk missing from one list scores 0
    there. When no vectors are ready (keyword-only mode, or embeddings still filling in),
-   the text score alone is used.
+   the text score alone is used. A long query (the conversation so far) is fused twice, as a
+   whole and by its focus, the latest turn, and the two blended (``long_query.py``).
 3. Dates: a query that names a day, month or year (``core/periods.py``; "on May 4th" is the
    last May 4th up to the request's day) raises the daily files of that period by
    ``NAMED_DATE_BOOST``. Temporal decay: chunks of dated daily files are multiplied by
@@ -50,6 +51,7 @@ from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_ids import RETIRED_MARK, retired_by, unit_at
 from mcp_memory.core.periods import Period, date_closeness, named_periods
 from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.core.query_focus import focus, is_long
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
 from mcp_memory.core.session_source import is_transcript
@@ -57,6 +59,7 @@ from mcp_memory.embedding import Embedder
 from mcp_memory.errors import SearchError
 from mcp_memory.index.keywords import KeywordIndex
 from mcp_memory.index.later_memories import later_neighbours
+from mcp_memory.index.long_query import FOCUS_SHARE, blend, heard, leading_rows
 from mcp_memory.index.memory_vectors import MemoryVectors
 from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.visible_keywords import VisibleKeywords, excluded_rows, visible_keywords
@@ -103,6 +106,13 @@ class Ranking:
     # The periods the query names, and the query's words that name them ("may", "4th")
     periods: list[Period] = field(default_factory=list)
     date_terms: frozenset[str] = frozenset()
+    # A long query's focus, when it was heard (``long_query.py``): what the hits' lines are chosen by.
+    focus: str | None = None
+
+    @property
+    def asked(self) -> str:
+        """What the query asks: its focus when it has one, else the query."""
+        return self.focus or self.query
 
     def query_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         if self._query_terms is None:
@@ -196,11 +206,27 @@ class HybridSearcher:
             allowed = visible if allowed is None else allowed & visible
         stats = self._visible_keywords(snap, hidden, request.scopes)
 
-        text_scores, text_confidence, every_match = self._keyword_candidates(
-            snap, query, pool, allowed, path_prefix, after, before, stats
-        )
-        vector_scores = self._vector_candidates(snap, query, pool, allowed) if use_vectors else {}
-        fused = self._fuse(snap, text_scores, text_confidence, vector_scores, every_match)
+        def scored(text: str) -> tuple[dict[int, float], dict[int, float]]:
+            """Fused scores of the candidates for ``text``, and their cosines."""
+            keyword_scores, confidence, every_match = self._keyword_candidates(
+                snap, text, pool, allowed, path_prefix, after, before, stats
+            )
+            cosines = self._vector_candidates(snap, text, pool, allowed) if use_vectors else {}
+            return self._fuse(snap, keyword_scores, confidence, cosines, every_match), cosines
+
+        fused, vector_scores = scored(query)
+        # A long query (the conversation so far) is also ranked by its focus, the latest turn (long_query.py).
+        now = clean_query(focus(request.query)) if is_long(request.query) else ""
+        heard_focus = None
+        if now.strip() and now != query:
+            now_fused, now_cosines = scored(now)
+            share = FOCUS_SHARE * heard(self.analyzer.query_terms(now), stats.idf if stats is not None
+                                        else self.keywords.idf,
+                                        (self.row_terms(snap, row) for row in leading_rows(now_fused)))
+            if share > 0:
+                fused = blend(fused, now_fused, share)
+                vector_scores = {**now_cosines, **vector_scores}
+                heard_focus = now
         if not fused:
             return empty
 
@@ -221,7 +247,7 @@ class HybridSearcher:
                     age = max(0, (today - date).days)
                     fused[row] *= 0.5 ** (age / s.half_life_days)
         if utility:
-            self._weigh_memories(snap, fused, query, max(k * 5, 50))
+            self._weigh_memories(snap, fused, heard_focus or query, max(k * 5, 50))
 
         ranked = sorted(fused.items(), key=lambda item: item[1], reverse=True)
         ranked = [(row, score) for row, score in ranked if score >= threshold]
@@ -231,9 +257,10 @@ class HybridSearcher:
             # What would follow, by relevance: only read for memories that update one of the hits.
             return Ranking(snap, query, picked, vector_scores,
                            reserve=[pair for pair in ranked[: max(k, reserve)] if pair[0] not in chosen],
-                           allowed=allowed, keyword_stats=stats, periods=periods, date_terms=date_terms)
+                           allowed=allowed, keyword_stats=stats, periods=periods, date_terms=date_terms,
+                           focus=heard_focus)
         return Ranking(snap, query, ranked[:k], vector_scores, reserve=ranked[k : max(k, reserve)], allowed=allowed,
-                       keyword_stats=stats, periods=periods, date_terms=date_terms)
+                       keyword_stats=stats, periods=periods, date_terms=date_terms, focus=heard_focus)
 
     def idf(self, ranking: Ranking, terms: Iterable[str]) -> dict[str, float]:
         """BM25's IDF of each analysed term as the caller of ``ranking`` may see it."""
@@ -271,7 +298,7 @@ class HybridSearcher:
 
     def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
         """The cited hit for one ranked row."""
-        snap, query = ranking.snapshot, ranking.query
+        snap = ranking.snapshot
         query_terms = ranking.query_terms(self.analyzer)
         held = self.row_terms(snap, row)
         if ranking.date_terms and date_closeness(ranking.periods, snap.dates[row]) >= 1.0:
@@ -279,7 +306,8 @@ class HybridSearcher:
             # query's words for it ("May 4th") count as found, as its other words do.
             held = held | ranking.date_terms
         coverage = len(query_terms & held) / len(query_terms) if query_terms else 0.0
-        return self._hit(snap, row, score, query, coverage, self._similarity(ranking, row))
+        # The line a hit is named by, cited around and quoted is the one that answers what is asked now.
+        return self._hit(snap, row, score, ranking.asked, coverage, self._similarity(ranking, row))
 
     def _similarity(self, ranking: Ranking, row: int) -> float | None:
         """The cosine of ``row`` to the query: from the vector candidates, or, for a row that came by

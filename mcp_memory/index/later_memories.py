@@ -66,7 +66,7 @@ def later_neighbours(searcher: HybridSearcher, ranking: Ranking, rows: Sequence[
     terms = ranking.query_terms(searcher.analyzer)
     for row, update in found.items():
         # Named by the updating memory's own words, so the hit cites it rather than its neighbours.
-        named = searcher.hit(replace(ranking, query=update, _query_terms=frozenset()), row, 0.0)
+        named = searcher.hit(replace(ranking, query=update, focus=None, _query_terms=frozenset()), row, 0.0)
         coverage = len(terms & searcher.row_terms(snap, row)) / len(terms) if terms else 0.0
         similarity = ranking.vector_scores.get(row)
         hits.append(replace(named, keyword_coverage=round(coverage, 4),

@@ -27,11 +27,11 @@ from mcp_memory.config import Settings
 from mcp_memory.core import updates
 from mcp_memory.core.analysis import QUERY_STOPWORDS, TermAnalyzer, keyword_tokens
 from mcp_memory.core.hits import SearchAnswer, SearchHit
+from mcp_memory.core.query_focus import focus, is_long
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import Ranking
 from mcp_memory.search.precision import PrecisionSearch, result_count
-from mcp_memory.search.query_focus import focus, is_long
 from mcp_memory.search.rerank.local import LocalReranker
 
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
@@ -70,7 +70,7 @@ class DeepSearch:
             if time.monotonic() > deadline:
                 break
             # A long query (the conversation so far) adds its focus, the latest turn, to the concept:
-            # the whole of it would drown the concept's one word (``search/query_focus.py``).
+            # the whole of it would drown the concept's one word (``core/query_focus.py``).
             second = self.engine.rank(replace(request, query=f"{focus(first.query)} {concept}", max_results=k))
             for row, score in second.ranked:
                 best, via = found.get(row, (0.0, []))

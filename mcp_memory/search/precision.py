@@ -19,24 +19,18 @@ from dataclasses import dataclass, replace
 
 from mcp_memory.config import Settings
 from mcp_memory.core import updates
-from mcp_memory.core.analysis import TermAnalyzer
 from mcp_memory.core.hits import SearchAnswer
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.utility import weighted
 from mcp_memory.errors import SearchError
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import Ranking, clean_query
-from mcp_memory.search.query_focus import focus, is_long
 from mcp_memory.search.rerank.base import RerankCandidate, Reranker, RerankError
-from mcp_memory.search.rerank.local import WORDS_FOUND_HIGH, WORDS_FOUND_LOW, LocalReranker
+from mcp_memory.search.rerank.local import LocalReranker
 
 log = logging.getLogger(__name__)
 
 MAX_RESULTS = 100
-# A long query's first stage: the share of its focus's ranking (the rest is the whole query's).
-FOCUS_SHARE = 0.5
-HEARD_ROWS = 10  # the focus's leading rows read for its words
-_UNSEEN = "\x00unseen"  # a term no note holds: its IDF is that of every unseen term
 
 
 @dataclass(frozen=True)
@@ -56,59 +50,18 @@ class PrecisionSearch:
         self.settings = settings
         self._local = local
         self._configured = configured
-        self._analyzer = TermAnalyzer()
 
     def candidates(self, request: SearchRequest) -> tuple[Ranking, list[RerankCandidate]]:
         """The first stage's best rows for ``request``, as a reranker reads them."""
         pool = max(self.settings.rerank.candidates, result_count(request, self.settings))
+        # A long query is ranked by its whole and by its focus alike (``index/long_query.py``).
         ranking = self.engine.rank(replace(request, max_results=pool, min_score=0.0), diversify=False, utility=False)
-        if is_long(request.query):
-            ranking = self._with_focus(ranking, replace(request, query=focus(request.query), max_results=pool,
-                                                        min_score=0.0), pool)
         snap = ranking.snapshot
         return ranking, [
             RerankCandidate(snap.text(row), snap.paths[row], int(snap.start_lines[row]), snap.dates[row],
                             score)
             for row, score in ranking.ranked
         ]
-
-    def _with_focus(self, ranking: Ranking, focused: SearchRequest, pool: int) -> Ranking:
-        """``ranking`` (of a long query) blended with the first stage's ranking of its focus, the
-        latest turn (``search/query_focus.py``), the best ``pool`` rows. The whole query keeps the
-        conversation's topic; its focus finds what the user asks now, which the rest of a long
-        query dilutes. Each row's score is ``share × focus + (1 - share) × whole`` (0 where a row is
-        not ranked), ``share`` = ``FOCUS_SHARE`` times how well the focus is heard (``_heard``): a
-        latest turn that only points back ("what happened last time?") leaves the order to the
-        whole query, for the first stage min-max scales even a faint match up to 1."""
-        other = self.engine.rank(focused, diversify=False, utility=False)
-        if other.snapshot is not ranking.snapshot:  # the index changed in between: keep the first
-            return ranking
-        share = FOCUS_SHARE * self._heard(other)
-        whole, now = dict(ranking.ranked), dict(other.ranked)
-        score = {row: share * now.get(row, 0.0) + (1 - share) * whole.get(row, 0.0)
-                 for row in dict.fromkeys([*whole, *now])}
-        ranked = sorted(score.items(), key=lambda item: item[1], reverse=True)[:pool]
-        return replace(ranking, ranked=ranked, vector_scores={**other.vector_scores, **ranking.vector_scores})
-
-    def _heard(self, focus: Ranking) -> float:
-        """How well the first stage hears a long query's focus (0..1): the share (by IDF) of its
-        words that the notes hold at all which one of its leading rows holds, read as the local
-        reranker reads word evidence (none below 0.3, all from 0.6). Words no note holds ("before
-        I forget") say nothing either way. Vectors are not asked: the first stage scales even a
-        faint vector match up to 1, and the ratio of the focus's best cosine to the whole query's
-        was no better on the conversational sets (``bench/conversational.py``, docs/benchmarks.md)."""
-        terms = self._analyzer.query_terms(focus.query)
-        weights = self.engine.searcher.idf(focus, [*terms, _UNSEEN]) if terms else {}
-        unseen = weights.pop(_UNSEEN, 0.0)
-        weights = {t: w for t, w in weights.items() if w < unseen - 1e-9}
-        total = sum(weights.values())
-        found = 0.0
-        if total > 0:
-            snapshot = focus.snapshot
-            for row, _ in focus.ranked[:HEARD_ROWS]:
-                held = self._analyzer.terms(snapshot.text(row))
-                found = max(found, sum(w for t, w in weights.items() if t in held) / total)
-        return min(1.0, max(0.0, (found - WORDS_FOUND_LOW) / (WORDS_FOUND_HIGH - WORDS_FOUND_LOW)))
 
     def search(self, request: SearchRequest, reranker: Reranker | None = None) -> SearchAnswer:
         """The ``max_results`` best hits after reranking; ``reranker``: this one instead of the configured one."""
@@ -170,7 +123,7 @@ class PrecisionSearch:
         """Scores clipped to 0..1, then raised or lowered by each memory's utility."""
         clipped = [min(1.0, max(0.0, float(s))) for s in scores]
         rows = [row for row, _ in ranking.ranked]
-        factors = self.engine.searcher.memory_factors(ranking.snapshot, rows, ranking.query)
+        factors = self.engine.searcher.memory_factors(ranking.snapshot, rows, ranking.asked)
         if factors is None:
             return clipped
         # Weighed on the scores spread over 0..1, as the first stage's are: reranker scores are

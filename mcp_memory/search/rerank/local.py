@@ -17,7 +17,7 @@ answers the question. This stage reads each candidate line by line:
 Word evidence (lines, phrases) counts only when some candidate holds a good share of the
 query's words, so a query whose words the notes do not hold (another language) keeps the
 first stage's order. A long query (the conversation so far) is read for its focus, the latest
-user turn (``search/query_focus.py``); the first-stage scores carry the rest of it.
+user turn (``core/query_focus.py``); the first-stage scores carry the rest of it.
 
 Measured on LoCoMo (``bench/locomo.py``, ``docs/benchmarks.md``), along with what did not
 help: vectors per line from the default (chunk) model, rank fusion instead of score blending.
@@ -34,19 +34,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from mcp_memory.core.analysis import TermAnalyzer
+from mcp_memory.core.analysis import WORDS_FOUND_HIGH, WORDS_FOUND_LOW, TermAnalyzer
 from mcp_memory.core.periods import date_closeness, query_periods
+from mcp_memory.core.query_focus import focus
 from mcp_memory.index.line_vectors import LineVectors
-from mcp_memory.search.query_focus import focus
 from mcp_memory.search.rerank.base import RerankCandidate
 
 FIRST_STAGE_WEIGHT = 0.6
 LINE_EVIDENCE_WEIGHT = 0.4
 PHRASE_WEIGHT = 0.2
-# The best window's share of the query weight below which word evidence is ignored, and above
-# which it counts fully (linear in between).
-WORDS_FOUND_LOW = 0.3
-WORDS_FOUND_HIGH = 0.6
 DATE_WEIGHT = 0.3
 WINDOW_LINES = 2
 LINE_VECTOR_WEIGHT = 0.2
@@ -93,7 +89,7 @@ class LocalReranker:
     def evidence(self, query: str, candidates: Sequence[RerankCandidate]) -> Evidence:
         """What this reranker reads of each candidate (at least one), before any weight is applied."""
         # A long query (the conversation so far) is read for its focus, the latest turn: the
-        # candidates' first-stage scores carry the rest of it (``search/query_focus.py``).
+        # candidates' first-stage scores carry the rest of it (``core/query_focus.py``).
         query = focus(query)
         terms = self._analyzer.query_terms(query)
         weights = self._idf(terms) if terms else {}
