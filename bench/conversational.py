@@ -278,10 +278,15 @@ def score(memory: Memory, mode: str, q: Query, today: dt.date, into: list[Scores
     """One query in one mode, as ``bench/locomo.py`` scores it (R@5, hit@5, MRR, coverage@5 over the
     default result count), except that the file the conversation's own turns come from is not
     counted: it holds the query's words, and the held-out shape (one memory per file, the
-    conversation not among them) has no such file. R@10 is left out. Returns the latency (ms) and
-    the rank of the first relevant file (None when not among the hits)."""
+    conversation not among them) has no such file. The search asks for as many more hits as there
+    are skipped files, so the scored list holds the default count. R@10 is left out. Returns the
+    latency (ms) and the rank of the first relevant file (None when not among the hits)."""
+    k = memory.settings.search.max_results
     started = time.perf_counter()
-    hits = [h for h in run_search(memory, mode, q.text, today) if h.path not in q.skip]
+    # The skipped files are asked for on top of the default count and dropped, so that the
+    # list scored is the default count of the others (a later session holds dozens of facts).
+    hits = run_search(memory, mode, q.text, today, min(100, k + len(q.skip)) if q.skip else None)
+    hits = [h for h in hits if h.path not in q.skip][:k]
     latency = (time.perf_counter() - started) * 1000
     ranked = list(dict.fromkeys(h.path for h in hits))
     first = next((i for i, path in enumerate(ranked) if path in q.files), None)
