@@ -106,6 +106,10 @@ class RecallSettings:
     # A memory recalled by its cosine alone must come within this of the best memory's cosine:
     # the block is what the prompt is about, not also the next-closest topics (precision first).
     similarity_margin: float = 0.05
+    # And any recalled memory must score at least this share of the best one's search score: a
+    # memory sharing one of the prompt's words well behind the best is the next topic over
+    # (bench/conversational_recall.py, docs/benchmarks.md "Auto-recall"). 0 turns it off.
+    min_score_ratio: float = 0.75
     keyword_only_coverage: float = 0.3  # the coverage needed when there is no vector to judge by
     # On a session's first recall, up to this many standing preferences and decisions (bullets
     # marked [preference] or [decision]) closest to the prompt join the block even below the
@@ -502,6 +506,8 @@ def _check_capture_and_recall(s: Settings) -> None:
         raise ConfigError("recall.min_prompt_chars, recall.repeat_turns and recall.primer_items must not be negative")
     if not 0 <= s.recall.similarity_margin <= 2:
         raise ConfigError("recall.similarity_margin must be between 0 and 2 (2: no margin)")
+    if not 0 <= s.recall.min_score_ratio <= 1:
+        raise ConfigError("recall.min_score_ratio must be between 0 and 1 (0: off)")
 
 
 def _check_rerank_sessions_sleep(s: Settings) -> None:

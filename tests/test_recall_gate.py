@@ -20,9 +20,9 @@ from mcp_memory.core.recall import close_to_best
 from mcp_memory.memory import Memory
 
 
-def _hit(line: int, similarity: float | None, coverage: float = 0.0) -> SearchHit:
-    return SearchHit(path="memory/2026-01-01.md", start_line=line, end_line=line, score=1.0, snippet=f"line {line}",
-                     source="memory", date=None, keyword_coverage=coverage, vector_similarity=similarity)
+def _hit(line: int, similarity: float | None, coverage: float = 0.0, score: float = 1.0, id: str = "") -> SearchHit:
+    return SearchHit(path="memory/2026-01-01.md", start_line=line, end_line=line, score=score, snippet=f"line {line}",
+                     source="memory", date=None, keyword_coverage=coverage, vector_similarity=similarity, id=id)
 
 
 def test_hits_far_below_the_best_cosine_are_left_out_unless_named_by_the_prompt() -> None:
@@ -34,9 +34,22 @@ def test_hits_far_below_the_best_cosine_are_left_out_unless_named_by_the_prompt(
     assert close_to_best(keyword_only, 0.05, 0.5) == keyword_only
 
 
-def test_a_negative_margin_is_a_clear_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"recall\.similarity_margin"):
-        load_settings(tmp_path, environ={}, overrides={"recall.similarity_margin": -0.1})
+def test_hits_far_behind_the_best_score_are_left_out_even_when_they_share_the_prompts_words() -> None:
+    """A memory that shares one of the prompt's words (coverage past the gate) but scores well behind
+    the best one is the next topic over; a memory kept by ``keep`` (a later memory shown in place of
+    an earlier one, a memory of the day the prompt names) stays."""
+    hits = [_hit(1, 0.45, 0.6, score=0.80), _hit(2, 0.44, 0.6, score=0.70), _hit(3, 0.30, 0.6, score=0.40),
+            _hit(4, 0.20, 0.6, score=0.30, id="kept")]
+    kept = [h.start_line for h in close_to_best(hits, 0.05, 0.5, keep={"kept"}, score_ratio=0.8)]
+    assert kept == [1, 2, 4]
+    assert close_to_best(hits, 0.05, 0.5, score_ratio=0.0) == hits  # off: only the cosine margin
+
+
+@pytest.mark.parametrize(("key", "value"), [("recall.similarity_margin", -0.1), ("recall.min_score_ratio", 1.5),
+                                            ("recall.min_score_ratio", -0.2)])
+def test_a_margin_or_ratio_out_of_range_is_a_clear_configuration_error(tmp_path: Path, key: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_settings(tmp_path, environ={}, overrides={key: value})
 
 
 MEMORIES = {

@@ -39,17 +39,27 @@ def is_relevant(hit: SearchHit, similarity_floor: float | None, min_coverage: fl
 
 
 def close_to_best(hits: list[SearchHit], margin: float, min_coverage: float,
-                  keep: Collection[str] = ()) -> list[SearchHit]:
-    """``hits`` without those relevant by their cosine alone that fall more than ``margin`` below
-    the best cosine among them: a prompt is about one thing, and the memories a little less
-    close to it are the next topics over, which the block should not carry (precision first).
-    A hit whose keywords cover ``min_coverage`` of the prompt's stays: the prompt names it; so does
-    one whose id is in ``keep`` (a later memory shown in place of a relevant earlier one)."""
+                  keep: Collection[str] = (), score_ratio: float = 0.0) -> list[SearchHit]:
+    """``hits`` without those that fall well behind the best: a prompt is about one thing, and the
+    memories a little less close to it are the next topics over, which the block should not carry
+    (precision first).
+
+    * One relevant by its cosine alone must come within ``margin`` of the best cosine among them;
+      one whose keywords cover ``min_coverage`` of the prompt's stays: the prompt names it.
+    * Any must score at least ``score_ratio`` times the best hit's search score (keywords and
+      meaning fused): the memories that share the prompt's words about as well as the best one
+      does, not a long tail that shares one of them.
+
+    A hit whose id is in ``keep`` stays whatever its place (a later memory shown in place of a
+    relevant earlier one, a memory of the day the prompt names)."""
     best = max((h.vector_similarity for h in hits if h.vector_similarity is not None), default=None)
-    if best is None:
-        return hits
-    return [h for h in hits if h.keyword_coverage >= min_coverage or h.vector_similarity is None
-            or h.vector_similarity >= best - margin or h.id in keep]
+    if best is not None:
+        hits = [h for h in hits if h.keyword_coverage >= min_coverage or h.vector_similarity is None
+                or h.vector_similarity >= best - margin or h.id in keep]
+    top = max((h.score for h in hits), default=0.0)
+    if score_ratio > 0 and top > 0:
+        hits = [h for h in hits if h.score >= score_ratio * top or h.id in keep]
+    return hits
 
 
 def recall_key(hit: SearchHit) -> str:

@@ -101,7 +101,8 @@ class Recaller:
         # prompt is about that day, however close the other days' memories are to its words.
         periods = [period for period, _ in dates_named(prompt, dt.date.today())]
         named_day = {h.id for h in hits if h.id and periods and date_closeness(periods, h.date) >= 1.0}
-        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown | named_day)
+        hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown | named_day,
+                             score_ratio=r.min_score_ratio)
         session = clean_key(session_key)
         ledger = self._ledger()
         turn = ledger.next_turn(session, prompt_id) if session else 0
