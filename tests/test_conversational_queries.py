@@ -16,6 +16,7 @@ from mcp import Client
 from conftest import close_server, make_server, write
 from mcp_memory.config import Settings
 from mcp_memory.core.query_focus import FOCUS_CHARS, focus, is_long, turns
+from mcp_memory.memory import Memory
 
 PRECISE, DEEP = "precision_memory_search", "deep_memory_search"
 DENTIST = "memory/people/dentist.md"
@@ -137,3 +138,16 @@ async def test_bad_query_shapes_are_answered_in_every_mode(server):
         default = rank(await search(client, "memory_search", transcript), DENTIST)
         assert rank(await search(client, PRECISE, transcript), DENTIST) == 0 <= default
         assert rank(await search(client, PRECISE, queries["mixed scripts"]), "memory/zh/passport.md") == 0
+
+
+def test_recall_of_a_whole_conversation_brings_what_its_latest_turn_asks(workspace: Path, settings: Settings):
+    """A long prompt (a client that hands recall the conversation so far) is judged by the better of
+    its whole and its focus: the dentist note shares no word with the trip talk, but all of the
+    latest turn's. Fails before: the gate read only the whole conversation's words and vector."""
+    for path, text in NOTES.items():
+        write(workspace, path, text)
+    with Memory(settings) as memory:
+        memory.index()
+        assert DENTIST in [h.path for h in memory.recall_hits(CONVERSATION)]
+        # A short prompt is judged as before.
+        assert [h.path for h in memory.recall_hits("who is my dentist again?")] == [DENTIST]

@@ -119,6 +119,10 @@ class Ranking:
             self._query_terms = frozenset(analyzer.query_terms(self.query))
         return self._query_terms
 
+    def asked_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
+        """The analysed words of what the query asks (``asked``)."""
+        return self.query_terms(analyzer) if self.focus is None else frozenset(analyzer.query_terms(self.focus))
+
 
 class HybridSearcher:
     """Answers queries from a snapshot plus the live keyword index."""
@@ -225,7 +229,10 @@ class HybridSearcher:
                                         (self.row_terms(snap, row) for row in leading_rows(now_fused)))
             if share > 0:
                 fused = blend(fused, now_fused, share)
-                vector_scores = {**now_cosines, **vector_scores}
+                # A hit's cosine (and its keyword share, ``hit``) is the better of the whole query's and
+                # the focus's: the recall gate reads them, and a long prompt may be about either.
+                vector_scores = {row: max(vector_scores.get(row, -1.0), now_cosines.get(row, -1.0))
+                                 for row in dict.fromkeys([*vector_scores, *now_cosines])}
                 heard_focus = now
         if not fused:
             return empty
@@ -299,13 +306,14 @@ class HybridSearcher:
     def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
         """The cited hit for one ranked row."""
         snap = ranking.snapshot
-        query_terms = ranking.query_terms(self.analyzer)
+        # A long query's hit covers the words of what it asks now, not of the whole conversation.
         held = self.row_terms(snap, row)
         if ranking.date_terms and date_closeness(ranking.periods, snap.dates[row]) >= 1.0:
             # A daily note of the day the query names says that day, in its file's name: the
             # query's words for it ("May 4th") count as found, as its other words do.
             held = held | ranking.date_terms
-        coverage = len(query_terms & held) / len(query_terms) if query_terms else 0.0
+        coverage = max(_covered(ranking.query_terms(self.analyzer), held),
+                       _covered(ranking.asked_terms(self.analyzer), held))
         # The line a hit is named by, cited around and quoted is the one that answers what is asked now.
         return self._hit(snap, row, score, ranking.asked, coverage, self._similarity(ranking, row))
 
@@ -320,7 +328,11 @@ class HybridSearcher:
         vector = ranking.snapshot.vector(row)
         if vector is None:
             return None
-        return float(np.dot(vector.astype(np.float32), self._query_vector(ranking.query)))
+        vector = vector.astype(np.float32)
+        cosine = float(np.dot(vector, self._query_vector(ranking.query)))
+        if ranking.focus is not None:  # a long query: the closer of the whole and what it asks now
+            cosine = max(cosine, float(np.dot(vector, self._query_vector(ranking.focus))))
+        return cosine
 
     def named(self, snap: SearchSnapshot, row: int, query: str) -> Named:
         """The memory a hit on ``row`` for ``query`` is named by (its best line's)."""
@@ -546,6 +558,10 @@ class HybridSearcher:
             id=memory.id or "",
             replaced_by=memory.replaced_by or "",
         )
+
+
+def _covered(terms: frozenset[str], held: frozenset[str]) -> float:
+    return len(terms & held) / len(terms) if terms else 0.0
 
 
 def source_of(path: str) -> str:
