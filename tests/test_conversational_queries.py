@@ -2,7 +2,8 @@
 
 Driven through the real ``mcp.Client`` in memory (as ``test_search_modes.py``), on one short
 memory per file with distractors on the topics the small talk is about. Every search mode must
-rank the memory the latest turn asks about first, and no query shape (1 character, 20,000 characters, a pasted transcript, mixed scripts) is an error.
+rank the memory the latest turn asks about first, recall of the whole conversation must bring it,
+and no query shape (1 character, 20,000 characters, a pasted transcript, mixed scripts) is an error.
 """
 
 from __future__ import annotations
