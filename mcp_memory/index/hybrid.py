@@ -108,6 +108,7 @@ class Ranking:
     date_terms: frozenset[str] = frozenset()
     # A long query's focus, when it was heard (``long_query.py``): what the hits' lines are chosen by.
     focus: str | None = None
+    _asked_terms: frozenset[str] | None = None
 
     @property
     def asked(self) -> str:
@@ -121,7 +122,11 @@ class Ranking:
 
     def asked_terms(self, analyzer: TermAnalyzer) -> frozenset[str]:
         """The analysed words of what the query asks (``asked``)."""
-        return self.query_terms(analyzer) if self.focus is None else frozenset(analyzer.query_terms(self.focus))
+        if self.focus is None:
+            return self.query_terms(analyzer)
+        if self._asked_terms is None:
+            self._asked_terms = frozenset(analyzer.query_terms(self.focus))
+        return self._asked_terms
 
 
 class HybridSearcher:
@@ -306,12 +311,12 @@ class HybridSearcher:
     def hit(self, ranking: Ranking, row: int, score: float) -> SearchHit:
         """The cited hit for one ranked row."""
         snap = ranking.snapshot
-        # A long query's hit covers the words of what it asks now, not of the whole conversation.
         held = self.row_terms(snap, row)
         if ranking.date_terms and date_closeness(ranking.periods, snap.dates[row]) >= 1.0:
             # A daily note of the day the query names says that day, in its file's name: the
             # query's words for it ("May 4th") count as found, as its other words do.
             held = held | ranking.date_terms
+        # A long query's hit covers the better share of the whole query's words and of its focus's.
         coverage = max(_covered(ranking.query_terms(self.analyzer), held),
                        _covered(ranking.asked_terms(self.analyzer), held))
         # The line a hit is named by, cited around and quoted is the one that answers what is asked now.
