@@ -127,6 +127,16 @@ def later_session(evidence: set[int], count: int, rng: random.Random) -> int:
     return rng.choice(later or [n for n in range(1, count + 1) if n not in evidence] or [1])
 
 
+def locomo_conversation(conv: dict, evidence: set[int], count: int, question: str,
+                        rng: random.Random, variant: str) -> tuple[int, str]:
+    """A LoCoMo query: the turns of a session later than the ``evidence`` sessions (of ``count``),
+    then ``question`` asked by one of the speakers. Returns that session's number and the text."""
+    later = later_session(evidence, count, rng)
+    turns = [(t["speaker"], t["text"].replace("\n", " ")) for t in conv[f"session_{later}"]]
+    asker = asker_of((conv["speaker_a"], conv["speaker_b"]), question, rng)
+    return later, conversation(turns, asker, question, rng, variant, "en")
+
+
 def locomo_queries(workspace: Path, data_path: Path, seed: int, sample: int | None) -> list[Query]:
     data = json.loads(data_path.read_text(encoding="utf-8"))
     locomo_bench.write_workspace(data, workspace)
@@ -154,10 +164,8 @@ def locomo_queries(workspace: Path, data_path: Path, seed: int, sample: int | No
                 continue
             for variant in ("plain", "aside"):
                 rng = random.Random(f"{seed}:locomo:{ci}:{qi}:{variant}")
-                later = later_session({s for s, _ in evidence}, len(sessions), rng)
-                turns = [(t["speaker"], t["text"].replace("\n", " ")) for t in sessions[later][1]]
-                asker = asker_of((conv["speaker_a"], conv["speaker_b"]), qa["question"], rng)
-                text = conversation(turns, asker, qa["question"], rng, variant, "en")
+                later, text = locomo_conversation(conv, {s for s, _ in evidence}, len(sessions), qa["question"],
+                                                  rng, variant)
                 out.append(Query(f"locomo-{ci}-{qi}-{variant}", text, f"locomo/{variant}/en",
                                  "dev" if ci % 2 == 0 else "test", {p for p, _ in lines}, lines,
                                  frozenset({sessions[later][0]})))
@@ -213,10 +221,7 @@ def facts_queries(workspace: Path, data_path: Path, seed: int, sample: int | Non
             evidence = {int(s) for s, _ in turns_named}
             for variant in ("plain", "aside"):
                 rng = random.Random(f"{seed}:facts:{ci}:{qi}:{variant}")
-                later = later_session(evidence, count, rng)
-                turns = [(t["speaker"], t["text"].replace("\n", " ")) for t in conv[f"session_{later}"]]
-                asker = asker_of((conv["speaker_a"], conv["speaker_b"]), qa["question"], rng)
-                text = conversation(turns, asker, qa["question"], rng, variant, "en")
+                later, text = locomo_conversation(conv, evidence, count, qa["question"], rng, variant)
                 out.append(Query(f"facts-{ci}-{qi}-{variant}", text, f"facts/{variant}/en",
                                  "dev" if ci % 2 == 0 else "test", files, {(path, 1) for path in files},
                                  frozenset(by_session.get((ci, later), set()) - files)))

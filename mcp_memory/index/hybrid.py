@@ -316,9 +316,9 @@ class HybridSearcher:
             # A daily note of the day the query names says that day, in its file's name: the
             # query's words for it ("May 4th") count as found, as its other words do.
             held = held | ranking.date_terms
-        # A long query's hit covers the better share of the whole query's words and of its focus's.
-        coverage = max(_covered(ranking.query_terms(self.analyzer), held),
-                       _covered(ranking.asked_terms(self.analyzer), held))
+        coverage = _covered(ranking.query_terms(self.analyzer), held)
+        if ranking.focus is not None:  # a long query's hit: the better share of its whole and of its focus
+            coverage = max(coverage, _covered(ranking.asked_terms(self.analyzer), held))
         # The line a hit is named by, cited around and quoted is the one that answers what is asked now.
         return self._hit(snap, row, score, ranking.asked, coverage, self._similarity(ranking, row))
 

@@ -49,8 +49,6 @@ def heard(terms: Iterable[str], idf: Callable[[list[str]], dict[str, float]],
 
 def blend(whole: dict[int, float], now: dict[int, float], share: float) -> dict[int, float]:
     """Each row's ``share × now + (1 − share) × whole`` (0 where a ranking lacks the row)."""
-    if share <= 0:
-        return dict(whole)
     return {row: share * now.get(row, 0.0) + (1 - share) * whole.get(row, 0.0)
             for row in dict.fromkeys([*whole, *now])}
 
