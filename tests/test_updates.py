@@ -13,17 +13,20 @@ the issue's example end to end, with the real default embedder.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from conftest import close_server, indexed_memory, make_server, server_env, write
-from mcp_memory.config import Settings
+from conftest import close_server, http_server, indexed_memory, make_server, server_env, write
+from mcp_memory.config import Settings, load_settings
 from mcp_memory.core import updates
 from mcp_memory.core.memory_ids import memory_id
 from mcp_memory.core.updates import Statement, supersedes
@@ -421,3 +424,54 @@ def test_the_issue_example_end_to_end_with_the_default_embedder(npm_notes: Setti
     assert text.startswith(f"# 2026-10-01\n\n{NPM} <!-- superseded by {memory_id(PNPM)} ({NEW}#L3) -->\n")
     assert [(r.kind, r.item.citation) for r in report.retired] == [("superseded", f"{OLD}#L3")]
     assert Path(npm_notes.workspace / NEW).read_text(encoding="utf-8") == NOTES[NEW]
+
+
+
+class _EnglishCrossEncoder(BaseHTTPRequestHandler):
+    """A remote cross-encoder (``POST /rerank``, Cohere's answer) that knows English only: a
+    document's score is the share of the query's words it holds, so text in Chinese scores 0."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        asked = set(re.findall(r"[a-z]+", body["query"].lower()))
+        scores = [len(asked & set(re.findall(r"[a-z]+", doc.lower()))) / max(1, len(asked))
+                  for doc in body["documents"]]
+        data = json.dumps({"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.integration
+def test_precise_and_deep_read_the_first_stage_for_an_update_their_reranker_sends_far_down(
+        settings: Settings) -> None:
+    """An English-only cross-encoder puts the Chinese update last, below twenty-odd English notes
+    about other monthly costs; the first stage found it by meaning. Precise and deep, reranked by
+    it, still list the update in place of the stale plan it changes, as the default search does."""
+    plan = "- The office internet plan costs 60 euros a month."
+    raised = "- 办公室宽带涨到每月 75 欧元了。"
+    write(settings.workspace, "memory/2026-03-02.md", f"# 2026-03-02\n\n{plan}\n")
+    write(settings.workspace, "memory/2026-09-14.md",
+          f"# 2026-09-14\n\n- The hallway lamp needs a new bulb.\n{raised}\n")
+    costs = ["parking", "gym", "phone", "cleaning", "water", "coffee", "printer", "storage", "music", "laundry",
+             "insurance", "bike", "garden", "newspaper", "alarm", "cloud backup", "window washing", "snacks",
+             "plants", "recycling", "pest control", "security", "heating", "fuel"]
+    for day, what in enumerate(costs, start=1):
+        write(settings.workspace, f"memory/2025-05-{day:02d}.md",
+              f"# 2025-05-{day:02d}\n\n- The {what} costs about {20 + day} euros each month for us.\n")
+    question = "how much do we pay for the office internet each month"
+    with http_server(_EnglishCrossEncoder) as port:
+        remote = load_settings(settings.workspace, environ={}, overrides={
+            "rerank.provider": "http", "rerank.base_url": f"http://127.0.0.1:{port}", "rerank.model": "english-only"})
+        with Memory(remote) as memory:
+            memory.index()
+            assert_later_wins([h.to_dict() for h in memory.search(question, max_results=5)], plan, raised)
+            precise = memory.precise_search(question, max_results=5)
+            assert precise.reranker == "http" and not precise.warnings
+            assert_later_wins([h.to_dict() for h in precise.hits], plan, raised)
+            assert_later_wins([h.to_dict() for h in memory.deep_search(question, max_results=5).hits], plan, raised)

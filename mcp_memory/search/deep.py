@@ -31,7 +31,7 @@ from mcp_memory.core.query_focus import focus, is_long
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.index.engine import Engine
 from mcp_memory.index.hybrid import Ranking
-from mcp_memory.search.precision import PrecisionSearch, result_count
+from mcp_memory.search.precision import PrecisionSearch, result_count, update_reserve
 from mcp_memory.search.rerank.local import LocalReranker
 
 SOURCE_HITS = 3  # the first hits whose best lines give the concepts
@@ -75,9 +75,14 @@ class DeepSearch:
             for row, score in second.ranked:
                 best, via = found.get(row, (0.0, []))
                 found[row] = (max(best, score * SECOND_HOP_DISCOUNT), [*via, concept])
-        # A few hits past the k shown, so that a later memory updating one of them can take its place.
+        # Hits past the k shown (both hops, then the first stage's: ``update_reserve``), so that a later
+        # memory updating one of them can take its place.
         merged, rows = self._merge(first, leading, found, max(k, updates.SEARCH_WINDOW))
-        hits = self.engine.searcher.settle(merged, k, ranking=first, rows=rows)
+        searcher, listed, score_of = self.engine.searcher, dict(zip(rows, merged, strict=True)), dict(reranked.ranked)
+        reserve = update_reserve(reranked, rows[k:], rows[:k])
+        hits = searcher.settle(merged[:k], k,
+                               lambda: [listed.get(row) or searcher.hit(first, row, score_of[row]) for row in reserve],
+                               ranking=first, rows=rows[:k] + reserve)
         return SearchAnswer(hits, mode="deep", concepts=concepts, warnings=reranked.warnings,
                             reranker=reranked.reranker)
 

@@ -7,14 +7,14 @@ A remote reranker that fails costs a warning, never the answer: the local one ta
 Utility (how much a memory helped before, ``core/utility.py``) weighs in at ``_weigh``, after the
 reranker: the candidates are the first stage's unweighed order, so it counts once. Last, a memory
 that a later one among the first hits updates is moved just below it (``core/updates.py``), so no
-reranker undoes it.
+reranker undoes it; the first stage's leading hits are read for such updates too (``update_reserve``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from mcp_memory.config import Settings
@@ -68,11 +68,13 @@ class PrecisionSearch:
         k = result_count(request, self.settings)
         reranked = self.rerank(request, reranker)
         searcher, ranking, rows = self.engine.searcher, reranked.ranking, reranked.ranked
-        # The hits past the k shown are read only when one shown could have been updated by one of them.
+        shown = [row for row, _ in rows[:k]]
+        score_of, reserve = dict(rows), update_reserve(reranked, [], shown)
+        # The hits past the k shown are read only when one shown could have been updated by one of
+        # them; every memory of their chunks is (a chunk is named by the one closest to the query).
         hits = searcher.settle([searcher.hit(ranking, row, score) for row, score in rows[:k]], k,
-                               lambda: [searcher.hit(ranking, row, score)
-                                        for row, score in rows[k : max(k, updates.SEARCH_WINDOW)]],
-                               ranking, [row for row, _ in rows[:k]])
+                               lambda: [searcher.hit(ranking, row, score_of[row]) for row in reserve],
+                               ranking, shown + reserve)
         return SearchAnswer(hits, mode="precise", warnings=reranked.warnings, reranker=reranked.reranker)
 
     def rerank(self, request: SearchRequest, reranker: Reranker | None = None) -> Reranked:
@@ -133,6 +135,34 @@ class PrecisionSearch:
             return weighted(clipped, factors)
         spread = weighted([(s - low) / (high - low) for s in clipped], factors)
         return [low + value * (high - low) for value in spread]
+
+
+def update_reserve(reranked: Reranked, after: Sequence[int], taken: Collection[int]) -> list[int]:
+    """The rows past the ``taken`` ones shown that changed facts read (``core/updates.py``), up to
+    its window: ``after`` (a caller's own next rows), the reranker's next and the first stage's
+    leading rows, in turn.
+
+    A reranker that reads words (an English cross-encoder, the local reranker's line evidence) may
+    put far down a later memory worded in another language than the query ("办公室宽带涨到每月 75
+    欧元" for "what do we pay for the office internet"), which the first stage found by meaning;
+    either order may hold the update of a memory shown."""
+    kept = {row for row, _ in reranked.ranked}  # above the request's score floor
+    first_stage = [row for row, _ in reranked.ranking.ranked if row in kept]
+    orders = [iter(order) for order in (after, [row for row, _ in reranked.ranked], first_stage)]
+    wanted = max(0, updates.SEARCH_WINDOW - len(taken))
+    seen: set[int] = set(taken)
+    out: list[int] = []
+    while orders and len(out) < wanted:
+        for order in list(orders):
+            row = next((r for r in order if r not in seen), None)
+            if row is None:
+                orders.remove(order)
+                continue
+            seen.add(row)
+            out.append(row)
+            if len(out) == wanted:
+                break
+    return out
 
 
 def result_count(request: SearchRequest, settings: Settings, name: str = "top_k") -> int:
