@@ -123,6 +123,11 @@ def test_secret_vocabulary_has_every_family_and_provider_formats() -> None:
 def test_word_lists_of_core_load() -> None:
     assert {"the", "what", "we"} <= QUERY_STOPWORDS
     assert query_tokens("what did we decide") == ["decide"]
+    # A chat turn's wrapping, in English and (cut out whole, characters and pairs) in Chinese
+    assert query_tokens("Hey, remind me, do you remember the lease?") == ["lease"]
+    chinese = query_tokens("对了，顺便提醒我一下，钥匙在哪")
+    assert "钥匙" in chinese and not {"提", "醒", "提醒", "顺便", "醒我"} & set(chinese)
+    assert query_tokens("提醒") == ["提", "醒", "提醒"]  # a query of nothing else keeps it
     assert opposed("added proxy_pass", "removed proxy_pass")
     assert opposed("启用缓存", "disabled the cache")
     assert not opposed("added proxy_pass", "added proxy_pass again")

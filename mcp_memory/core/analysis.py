@@ -79,11 +79,22 @@ def without_contractions(text: str) -> str:
     return _CLITIC.sub("", text)
 
 
+# A Chinese stop word is cut out of the text before it is split: its characters and the pairs they
+# form with their neighbours would otherwise stay as terms ("提醒" leaves "提", "醒", "醒我").
+_CJK_STOPWORDS = sorted((w for w in QUERY_STOPWORDS if _CJK_RUN.search(w)), key=len, reverse=True)
+_CJK_STOPWORD = re.compile("|".join(map(re.escape, _CJK_STOPWORDS))) if _CJK_STOPWORDS else None
+
+
 def query_tokens(text: str) -> list[str]:
     """The tokens of a query without its stop words (all of them when nothing else is left) and
     without the fragments of its contractions."""
-    tokens = keyword_tokens(without_contractions(text))
-    content = [t for t in tokens if t.lower() not in QUERY_STOPWORDS]
+    text = without_contractions(text)
+    tokens = keyword_tokens(text)
+    if _CJK_STOPWORD is not None and _CJK_RUN.search(text):
+        content = keyword_tokens(_CJK_STOPWORD.sub(" ", text))
+    else:
+        content = tokens
+    content = [t for t in content if t.lower() not in QUERY_STOPWORDS]
     return content or tokens
 
 
