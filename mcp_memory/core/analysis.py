@@ -89,13 +89,9 @@ def query_tokens(text: str) -> list[str]:
     """The tokens of a query without its stop words (all of them when nothing else is left) and
     without the fragments of its contractions."""
     text = without_contractions(text)
-    tokens = keyword_tokens(text)
-    if _CJK_STOPWORD is not None and _CJK_RUN.search(text):
-        content = keyword_tokens(_CJK_STOPWORD.sub(" ", text))
-    else:
-        content = tokens
-    content = [t for t in content if t.lower() not in QUERY_STOPWORDS]
-    return content or tokens
+    stripped = _CJK_STOPWORD.sub(" ", text) if _CJK_STOPWORD is not None and _CJK_RUN.search(text) else text
+    content = [t for t in keyword_tokens(stripped) if t.lower() not in QUERY_STOPWORDS]
+    return content or keyword_tokens(text)
 
 
 def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:

@@ -70,8 +70,8 @@ if TYPE_CHECKING:
 
 MAX_QUERY_CHARS = 4000
 # A conversation as the query (60-150 words: at most 934 characters on LoCoMo's, 691 on the
-# bilingual dialogues') is embedded whole; a pasted transcript's end costs 10-15 ms less than at
-# 1,500 characters, the largest part of a precise search of one (bench/query_shapes.py).
+# bilingual dialogues') is embedded whole; a pasted transcript's end takes 21 ms to embed, 30 at
+# 1,500 characters, the largest part of a precise search of one (docs/benchmarks.md).
 EMBEDDED_QUERY_CHARS = 1000
 RETIRED_FACTOR = 0.5  # a superseded or duplicate memory (marked by the sleep cycle) sinks this much
 NAMED_DATE_BOOST = 0.5  # how much the daily files of the period a query names rise (bench/memorybank.py)

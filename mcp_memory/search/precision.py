@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain, islice, zip_longest
 
 from mcp_memory.config import Settings
 from mcp_memory.core import updates
@@ -148,21 +149,9 @@ def update_reserve(reranked: Reranked, after: Sequence[int], taken: Collection[i
     either order may hold the update of a memory shown."""
     kept = {row for row, _ in reranked.ranked}  # above the request's score floor
     first_stage = [row for row, _ in reranked.ranking.ranked if row in kept]
-    orders = [iter(order) for order in (after, [row for row, _ in reranked.ranked], first_stage)]
-    wanted = max(0, updates.SEARCH_WINDOW - len(taken))
-    seen: set[int] = set(taken)
-    out: list[int] = []
-    while orders and len(out) < wanted:
-        for order in list(orders):
-            row = next((r for r in order if r not in seen), None)
-            if row is None:
-                orders.remove(order)
-                continue
-            seen.add(row)
-            out.append(row)
-            if len(out) == wanted:
-                break
-    return out
+    turns = chain.from_iterable(zip_longest(after, [row for row, _ in reranked.ranked], first_stage))
+    rows = (row for row in dict.fromkeys(turns) if row is not None and row not in taken)
+    return list(islice(rows, max(0, updates.SEARCH_WINDOW - len(taken))))
 
 
 def result_count(request: SearchRequest, settings: Settings, name: str = "top_k") -> int:
