@@ -94,6 +94,12 @@ def query_tokens(text: str) -> list[str]:
     return content or keyword_tokens(text)
 
 
+def words_among(terms: AbstractSet[str]) -> int:
+    """How many words ``terms`` hold: a lone CJK character is not counted, as the pairs of
+    characters the index also holds stand for the words it belongs to ("咖啡" is one word, not three terms)."""
+    return sum(1 for term in terms if len(term) > 1 or not _CJK_RUN.match(term))
+
+
 def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """|a ∩ b| / |a ∪ b|, and 0.0 when either set is empty."""
     if not a or not b:

@@ -31,6 +31,11 @@ class Embedder(ABC):
     # (a date's digits, "how", 的): auto-recall then takes its keyword match for chance. None:
     # this model's scale is not known, and keywords alone may recall.
     topic_floor: float | None = None
+    # The spread (standard deviation) of an unrelated prompt's cosines to the memories: how far
+    # chance alone reaches on this model's scale. Auto-recall raises its floor with it in a
+    # workspace larger than the floor was chosen on (core/recall.py, ``floor_for_size``). None:
+    # not known, and the floor stays as it is.
+    noise_spread: float | None = None
     # The cosine at which two short memories in different languages say the same thing but for a
     # value ("The team standup is at 9:30" / 站会改到 10 点了), which the words of neither can show
     # (core/updates.py). None: this model's scale is not known, and such pairs are never read as updates.

@@ -24,6 +24,7 @@ from mcp_memory.core.folders import make_private_folder
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.memory_lookup import MemoryLookup
 from mcp_memory.core.privacy import PrivacyRules
+from mcp_memory.core.recall import floor_for_size
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.utility import UtilityStore
 from mcp_memory.core.workspace import Workspace
@@ -225,11 +226,13 @@ class Engine:
 
     def recall_floor(self) -> float | None:
         """The stricter cosine auto-recall asks of a memory it injects unasked: ``recall.similarity_floor``
-        when set, else the embedder's ``recall_floor``, else ``relevance_floor``."""
+        when set, else the embedder's ``recall_floor`` (else ``relevance_floor``) raised for a workspace
+        of more vectors than it was chosen on, where chance reaches higher (``floor_for_size``)."""
         floor = self.relevance_floor()
         if floor is None or self.settings.recall.similarity_floor or self.embedder is None:
             return floor
-        return self.embedder.recall_floor or floor
+        rows = len(self.searcher.snapshot.vector_rows)
+        return floor_for_size(self.embedder.recall_floor or floor, rows, self.embedder.noise_spread)
 
     def topic_floor(self) -> float | None:
         """The cosine below which auto-recall takes a keyword match for chance (None: not known)."""

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
 from mcp_memory.core import updates
+from mcp_memory.core.analysis import words_among
 from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
@@ -77,10 +78,12 @@ class Recaller:
         # A memory the sleep cycle retired (superseded, or said again elsewhere), or that a later
         # memory among the hits updates (core/updates.py), is never recalled: the later one, when
         # among the candidates, takes its place.
-        topic_floor = None if keywords_only else self.engine.topic_floor()
+        topic_floors = self._topic_floors(prompt, candidates, keywords_only)
         passed = [is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
-                              else r.keyword_only_coverage, topic_floor) for h in candidates]
-        second = self._close_memories(prompt, candidates, passed, floor, r.keyword_only_coverage)
+                              else r.keyword_only_coverage, topic)
+                  for h, topic in zip(candidates, topic_floors, strict=True)]
+        second = self._close_memories(prompt, candidates, passed, floor, r.keyword_only_coverage,
+                                      r.min_keyword_coverage, topic_floors)
         relevant = [h for i, h in enumerate(candidates) if passed[i] or i in second]
         stale = {h.id for h in candidates if h.replaced_by}
         candidates = [h for h in candidates if not h.replaced_by]
@@ -117,12 +120,32 @@ class Recaller:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
         return hits
 
+    def _topic_floors(self, prompt: str, candidates: list[SearchHit], keywords_only: bool) -> list[float | None]:
+        """The cosine each candidate must reach for its keyword match to count as the prompt's topic:
+        the embedder's ``topic_floor``, or its relevance floor when the candidate shares one word
+        with the prompt. That word (a name, "coffee", the one noun of a short prompt) may carry half
+        of the prompt's keyword weight and still say little of what it is about: among the
+        sessions of LoCoMo, unrelated prompts came in on one shared word (docs/benchmarks.md).
+        None each (keywords alone decide) without an embedder."""
+        topic_floor = None if keywords_only else self.engine.topic_floor()
+        if topic_floor is None:
+            return [None] * len(candidates)
+        one_word_floor = max(topic_floor, self.engine.relevance_floor() or topic_floor)
+        analyzer = self.engine.searcher.analyzer
+        asked = frozenset(analyzer.query_terms(prompt))
+        return [one_word_floor if words_among(asked & analyzer.terms(h.snippet)) <= 1 else topic_floor
+                for h in candidates]
+
     def _close_memories(self, prompt: str, candidates: list[SearchHit], passed: list[bool], floor: float | None,
-                        coverage: float) -> set[int]:
+                        coverage: float, named_coverage: float, topic_floors: list[float | None]) -> set[int]:
         """Indices of the candidates the gate turned away that deserve a second look, and pass it:
         a keyword match (``coverage`` of the prompt's words) whose chunk reads far from the prompt,
         while the memory that matched is close to it on its own. A daily log's chunk holds many
-        unrelated bullets, whose meanings dilute its vector."""
+        unrelated bullets, whose meanings dilute its vector.
+
+        The memory faces the gate its chunk faced, by its own cosine (less ``MEMORY_FLOOR_MARGIN``
+        in its favour): a match on ``named_coverage`` of the prompt's words needs its topic floor,
+        any other the similarity floor."""
         if floor is None:
             return set()
         doubtful = [i for i, h in enumerate(candidates) if not passed[i] and h.vector_similarity is not None
@@ -134,7 +157,10 @@ class Recaller:
             shown = focus([candidates[i]], prompt, self.engine.naming)
             texts.append(memory_body(shown[0].snippet) if shown else candidates[i].snippet)
         scores = self.similarity.similarities(prompt, texts)
-        return {i for i, score in zip(doubtful, scores, strict=True) if score >= floor + MEMORY_FLOOR_MARGIN}
+        needed = [MEMORY_FLOOR_MARGIN + (topic if topic is not None and candidates[i].keyword_coverage >= named_coverage
+                                         else floor)
+                  for i, topic in ((i, topic_floors[i]) for i in doubtful)]
+        return {i for i, score, need in zip(doubtful, scores, needed, strict=True) if score >= need}
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
                  stale: set[str]) -> tuple[list[SearchHit], set[str], set[str]]:
