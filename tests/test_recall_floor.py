@@ -7,7 +7,8 @@ the cosine the gate sees:
 
 * a memory that clears the recall floor on meaning alone among a few dozen memories is chance
   among a thousand, where an unrelated prompt's best cosine is the largest of a thousand draws:
-  the floor rises with the workspace (``core/recall.floor_for_size``), unless the user set one;
+  the floor rises with the workspace (``core/recall.floor_for_size``), unless the user set one,
+  and so does the topic floor a keyword match must reach;
 * a keyword match that shares a single word with the prompt must reach the relevance floor,
   not only the topic floor a match on several words needs.
 """
@@ -54,7 +55,7 @@ class PlannedEmbedder(Embedder):
     PROMPTS = (BEACON, BOAT, PLURAL, PAINTED, BILLING)
     # Read in order: a text holding PLANTS (alone, or the chunk it shares with BOB) is far from BILLING.
     PLANS: ClassVar[dict[str, dict[str, float]]] = {
-        LIGHTHOUSE: {BEACON: 0.27}, FERRY: {BOAT: 0.40}, GUITAR: {PLURAL: 0.17, PAINTED: 0.17},
+        LIGHTHOUSE: {BEACON: 0.27}, FERRY: {BOAT: 0.40}, GUITAR: {PLURAL: 0.17, PAINTED: 0.16},
         PLANTS: {BILLING: 0.12}, BOB: {BILLING: 0.28}}
     _DIMS = 64
 
@@ -119,6 +120,10 @@ def test_a_memory_close_enough_among_dozens_is_chance_among_a_thousand(tmp_path:
     shown = _recalled(large, BEACON)
     assert not any("lighthouse keeper" in s for s in shown), shown
     assert any("harbour ferry" in s for s in _recalled(large, BOAT))
+    # The topic floor a keyword match needs rises too: three shared words at 0.16 name the guitar
+    # among a few memories, not among a thousand.
+    assert any("octopus design" in s for s in _recalled(small, PAINTED))
+    assert not any("octopus design" in s for s in _recalled(large, PAINTED))
     # A floor the user set is kept as set, whatever the workspace's size.
     fixed = _recalled(large, BEACON, {"MCP_MEMORY_RECALL_SIMILARITY_FLOOR": "0.25"})
     assert any("lighthouse keeper" in s for s in fixed), fixed
@@ -126,7 +131,7 @@ def test_a_memory_close_enough_among_dozens_is_chance_among_a_thousand(tmp_path:
 
 @pytest.mark.parametrize(("prompt", "recalled"), [(PLURAL, False), (PAINTED, True)])
 def test_one_shared_word_must_also_be_close_in_meaning(tmp_path: Path, prompt: str, recalled: bool) -> None:
-    """At cosine 0.17 (above the topic floor, below the relevance floor) the guitar memory is the
+    """Above the topic floor and below the relevance floor (0.16, 0.17) the guitar memory is the
     topic of a prompt that names it by three words, not of one that shares only "octopus"."""
     _workspace(tmp_path, 5)
     shown = _recalled(tmp_path, prompt)

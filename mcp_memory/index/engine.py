@@ -235,9 +235,15 @@ class Engine:
         return floor_for_size(self.embedder.recall_floor or floor, rows, self.embedder.noise_spread)
 
     def topic_floor(self) -> float | None:
-        """The cosine below which auto-recall takes a keyword match for chance (None: not known)."""
+        """The cosine below which auto-recall takes a keyword match for chance (None: not known),
+        raised as ``recall_floor`` is in a workspace of more vectors than it was chosen on: the
+        match recall weighs is the closest in meaning of the many that share the prompt's words
+        (on 2,541 facts, unrelated prompts came in on two common words at 0.15-0.18)."""
         self.open()
-        return self.embedder.topic_floor if self.embedder is not None else None
+        if self.embedder is None or self.embedder.topic_floor is None:
+            return None
+        rows = len(self.searcher.snapshot.vector_rows)
+        return floor_for_size(self.embedder.topic_floor, rows, self.embedder.noise_spread)
 
     def refresh_snapshot(self) -> None:
         """Bring the search snapshot up to the index generation, if that changed (any process wrote).
