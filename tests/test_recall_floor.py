@@ -15,6 +15,7 @@ the cosine the gate sees:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import math
 from pathlib import Path
@@ -39,6 +40,8 @@ GUITAR = "- Calvin's guitar has an octopus design painted by a friend from Osaka
 BILLING = "Who is responsible for billing?"  # one word in common with the billing memory
 BOB = "- Billing moved to Bob's team."
 PLANTS = "- The office plants need water on Fridays."  # with BOB in one daily chunk, which it dilutes
+WEATHER = "What was the weather like on April 30th?"  # names a day; one word in common with SWIM
+SWIM = "- The weather turned hot, so we went swimming at the lake."
 
 
 class PlannedEmbedder(Embedder):
@@ -52,11 +55,11 @@ class PlannedEmbedder(Embedder):
     recall_floor = 0.25
     topic_floor = 0.14
     noise_spread = 0.045
-    PROMPTS = (BEACON, BOAT, PLURAL, PAINTED, BILLING)
+    PROMPTS = (BEACON, BOAT, PLURAL, PAINTED, BILLING, WEATHER)
     # Read in order: a text holding PLANTS (alone, or the chunk it shares with BOB) is far from BILLING.
     PLANS: ClassVar[dict[str, dict[str, float]]] = {
         LIGHTHOUSE: {BEACON: 0.27}, FERRY: {BOAT: 0.40}, GUITAR: {PLURAL: 0.17, PAINTED: 0.16},
-        PLANTS: {BILLING: 0.12}, BOB: {BILLING: 0.28}}
+        PLANTS: {BILLING: 0.12}, BOB: {BILLING: 0.28}, SWIM: {WEATHER: 0.17}}
     _DIMS = 64
 
     @property
@@ -145,3 +148,16 @@ def test_a_memory_diluted_by_its_chunk_faces_the_gate_by_its_own_cosine(tmp_path
     _workspace(tmp_path, 5)
     shown = _recalled(tmp_path, BILLING)
     assert [s for s in shown if "Bob's team" in s] and not [s for s in shown if "office plants" in s], shown
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_one_shared_word_is_enough_in_a_memory_of_the_day_the_prompt_names(tmp_path: Path, named: bool) -> None:
+    """"What was the weather like on April 30th?" is about that day: its memory that shares the word
+    "weather" (0.17) is recalled; the same memory on another day is not."""
+    today = dt.date.today()
+    year = today.year if (today.month, today.day) >= (4, 30) else today.year - 1
+    day = dt.date(year, 4, 30) if named else dt.date(year, 4, 12)
+    write(tmp_path, f"memory/{day.isoformat()}.md", f"# {day.isoformat()}\n\n{SWIM}\n")
+    _workspace(tmp_path, 5)
+    shown = _recalled(tmp_path, WEATHER)
+    assert any("went swimming" in s for s in shown) is named, shown

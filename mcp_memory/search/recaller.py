@@ -25,7 +25,7 @@ from mcp_memory.core.chunking import Chunk, chunk_markdown
 from mcp_memory.core.hits import SearchHit
 from mcp_memory.core.ledger import Ledger, clean_key
 from mcp_memory.core.memory_ids import memory_body, retired_by
-from mcp_memory.core.periods import date_closeness
+from mcp_memory.core.periods import Period, date_closeness
 from mcp_memory.core.recall import close_to_best, fit_to_budget, is_relevant, recall_key
 from mcp_memory.core.requests import SearchRequest
 from mcp_memory.core.scopes import ScopeFilter
@@ -78,7 +78,9 @@ class Recaller:
         # A memory the sleep cycle retired (superseded, or said again elsewhere), or that a later
         # memory among the hits updates (core/updates.py), is never recalled: the later one, when
         # among the candidates, takes its place.
-        topic_floors = self._topic_floors(prompt, candidates, keywords_only)
+        # The days the prompt names ("what did I see on May 4th?"): their memories are its topic.
+        periods = [period for period, _ in dates_named(prompt, dt.date.today())]
+        topic_floors = self._topic_floors(prompt, candidates, keywords_only, periods)
         passed = [is_relevant(h, floor, r.min_keyword_coverage if h.vector_similarity is not None
                               else r.keyword_only_coverage, topic)
                   for h, topic in zip(candidates, topic_floors, strict=True)]
@@ -100,9 +102,8 @@ class Recaller:
         hits, stale_now, updated = self._settled(focus(hits, prompt, self.engine.naming), candidates, prompt, stale)
         stale |= stale_now
         updates_shown |= updated
-        # A memory of the day the prompt names ("what did I see on May 4th?") stays as well: the
-        # prompt is about that day, however close the other days' memories are to its words.
-        periods = [period for period, _ in dates_named(prompt, dt.date.today())]
+        # A memory of the day the prompt names stays as well: the prompt is about that day, however
+        # close the other days' memories are to its words.
         named_day = {h.id for h in hits if h.id and periods and date_closeness(periods, h.date) >= 1.0}
         hits = close_to_best(hits, r.similarity_margin, r.min_keyword_coverage, keep=updates_shown | named_day,
                              score_ratio=r.min_score_ratio)
@@ -120,21 +121,23 @@ class Recaller:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
         return hits
 
-    def _topic_floors(self, prompt: str, candidates: list[SearchHit], keywords_only: bool) -> list[float | None]:
+    def _topic_floors(self, prompt: str, candidates: list[SearchHit], keywords_only: bool,
+                      periods: list[Period]) -> list[float | None]:
         """The cosine each candidate must reach for its keyword match to count as the prompt's topic:
-        the embedder's ``topic_floor``, or its relevance floor when the candidate shares one word
-        with the prompt. That word (a name, "coffee", the one noun of a short prompt) may carry half
-        of the prompt's keyword weight and still say little of what it is about: among the
-        sessions of LoCoMo, unrelated prompts came in on one shared word (docs/benchmarks.md).
-        None each (keywords alone decide) without an embedder."""
+        the engine's ``topic_floor``, or the relevance floor when the candidate shares one word
+        with the prompt and is not of a day the prompt names (``periods``). That word (a name,
+        "coffee", the one noun of a short prompt) may carry half of the prompt's keyword weight and
+        still say little of what it is about: among the sessions of LoCoMo, unrelated prompts came
+        in on one shared word (docs/benchmarks.md). None each (keywords alone decide) without an
+        embedder."""
         topic_floor = None if keywords_only else self.engine.topic_floor()
         if topic_floor is None:
             return [None] * len(candidates)
         one_word_floor = max(topic_floor, self.engine.relevance_floor() or topic_floor)
         analyzer = self.engine.searcher.analyzer
         asked = frozenset(analyzer.query_terms(prompt))
-        return [one_word_floor if words_among(asked & analyzer.terms(h.snippet)) <= 1 else topic_floor
-                for h in candidates]
+        return [one_word_floor if words_among(asked & analyzer.terms(h.snippet)) <= 1
+                and date_closeness(periods, h.date) < 1.0 else topic_floor for h in candidates]
 
     def _close_memories(self, prompt: str, candidates: list[SearchHit], passed: list[bool], floor: float | None,
                         coverage: float, named_coverage: float, topic_floors: list[float | None]) -> set[int]:
