@@ -26,6 +26,7 @@ import pytest
 
 from conftest import write
 from mcp_memory.config import load_settings
+from mcp_memory.core.analysis import TermAnalyzer, words_among
 from mcp_memory.core.recall import floor_for_size
 from mcp_memory.embedding.base import Embedder, normalize
 from mcp_memory.memory import Memory
@@ -161,3 +162,14 @@ def test_one_shared_word_is_enough_in_a_memory_of_the_day_the_prompt_names(tmp_p
     _workspace(tmp_path, 5)
     shown = _recalled(tmp_path, WEATHER)
     assert any("went swimming" in s for s in shown) is named, shown
+
+
+@pytest.mark.parametrize(("prompt", "memory", "words"), [
+    ("What is the plural of octopus?", "Calvin has an octopus guitar.", 1),
+    ("咖啡最早是在哪个国家被发现的？", "我们住的民宿老板自己种咖啡。", 1),  # 咖啡, not 咖 + 啡 + 咖啡 (nor 的)
+    ("用户喜欢喝什么咖啡", "用户只喝美式咖啡。", 2),
+])
+def test_the_words_a_memory_shares_with_a_prompt_count_a_chinese_word_once(prompt: str, memory: str,
+                                                                            words: int) -> None:
+    analyzer = TermAnalyzer()
+    assert words_among(frozenset(analyzer.query_terms(prompt)) & analyzer.terms(memory)) == words
