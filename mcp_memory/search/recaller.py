@@ -160,10 +160,8 @@ class Recaller:
             shown = focus([candidates[i]], prompt, self.engine.naming)
             texts.append(memory_body(shown[0].snippet) if shown else candidates[i].snippet)
         scores = self.similarity.similarities(prompt, texts)
-        needed = [MEMORY_FLOOR_MARGIN + (topic if topic is not None and candidates[i].keyword_coverage >= named_coverage
-                                         else floor)
-                  for i, topic in ((i, topic_floors[i]) for i in doubtful)]
-        return {i for i, score, need in zip(doubtful, scores, needed, strict=True) if score >= need}
+        return {i for i, score in zip(doubtful, scores, strict=True)
+                if score >= _gate_faced(candidates[i], floor, named_coverage, topic_floors[i]) + MEMORY_FLOOR_MARGIN}
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
                  stale: set[str]) -> tuple[list[SearchHit], set[str], set[str]]:
@@ -280,6 +278,14 @@ class Recaller:
         # memory must not update (and so hide) a shared one that a shared caller is shown.
         return searcher.search(SearchRequest(prompt, max_results=max_results, min_score=min_score, scopes=scopes),
                                hidden=None if include_private else self.engine.privacy)
+
+
+def _gate_faced(hit: SearchHit, floor: float, named_coverage: float, topic_floor: float | None) -> float:
+    """The cosine ``hit`` had to reach: its topic floor when its keywords cover ``named_coverage``
+    of the prompt's (the prompt names it), the similarity ``floor`` otherwise."""
+    if topic_floor is not None and hit.keyword_coverage >= named_coverage:
+        return topic_floor
+    return floor
 
 
 def _without_instructions_or_secrets(hit: SearchHit) -> SearchHit | None:
