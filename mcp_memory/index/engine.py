@@ -120,6 +120,7 @@ class Engine:
         if self._opened:
             self.state.close()
             self.cache.close()
+            self.keywords.close()
             self._opened = False
 
     def _load_embedder(self) -> Embedder | None:

@@ -112,6 +112,14 @@ class KeywordIndex:
         # Custom tokenizers are not persisted: register on every open, before any read or write.
         self._index.register_tokenizer(_TOKENIZER_NAME, build_analyzer())
 
+    def close(self) -> None:
+        """Let go of the index. Its reader's thread, which watches the folder for commits, ends
+        with it, so the folder of a closed workspace may be removed at once (the thread would
+        otherwise take a lock file in it as it notices the removal). The object is not used again:
+        ``Engine.open`` makes a new one."""
+        if hasattr(self, "_index"):
+            del self._index
+
     # ----- writing (caller holds the workspace write lock) ---------------------------------
     @contextmanager
     def writer(self) -> Iterator[_KeywordWriter]:
