@@ -232,8 +232,7 @@ class Engine:
         floor = self.relevance_floor()
         if floor is None or self.settings.recall.similarity_floor or self.embedder is None:
             return floor
-        rows = len(self.searcher.snapshot.vector_rows)
-        return floor_for_size(self.embedder.recall_floor or floor, rows, self.embedder.noise_spread)
+        return self._for_size(self.embedder.recall_floor or floor, self.embedder)
 
     def topic_floor(self) -> float | None:
         """The cosine below which auto-recall takes a keyword match for chance (None: not known),
@@ -243,8 +242,11 @@ class Engine:
         self.open()
         if self.embedder is None or self.embedder.topic_floor is None:
             return None
-        rows = len(self.searcher.snapshot.vector_rows)
-        return floor_for_size(self.embedder.topic_floor, rows, self.embedder.noise_spread)
+        return self._for_size(self.embedder.topic_floor, self.embedder)
+
+    def _for_size(self, floor: float, embedder: Embedder) -> float:
+        """``floor`` for the number of vectors the search snapshot holds (``core/recall.floor_for_size``)."""
+        return floor_for_size(floor, len(self.searcher.snapshot.vector_rows), embedder.noise_spread)
 
     def refresh_snapshot(self) -> None:
         """Bring the search snapshot up to the index generation, if that changed (any process wrote).
