@@ -43,6 +43,12 @@ BOB = "- Billing moved to Bob's team."
 PLANTS = "- The office plants need water on Fridays."  # with BOB in one daily chunk, which it dilutes
 WEATHER = "What was the weather like on April 30th?"  # names a day; one word in common with SWIM
 SWIM = "- The weather turned hot, so we went swimming at the lake."
+# One word of five in common with CLINIC ("clinic"): a keyword coverage of 0.2, under the 0.3 a
+# keyword match needs. KEYS shares the daily chunk and dilutes it (0.10).
+EXAM = "When is my annual physical exam at the clinic scheduled?"
+FLU = "Which clinic gives the annual flu shots this year?"
+CLINIC = "- The clinic moved my checkup to June 10."
+KEYS = "- The spare keys hang by the back door."
 
 
 class PlannedEmbedder(Embedder):
@@ -56,11 +62,12 @@ class PlannedEmbedder(Embedder):
     recall_floor = 0.25
     topic_floor = 0.14
     noise_spread = 0.045
-    PROMPTS = (BEACON, BOAT, PLURAL, PAINTED, BILLING, WEATHER)
+    PROMPTS = (BEACON, BOAT, PLURAL, PAINTED, BILLING, WEATHER, EXAM, FLU)
     # Read in order: a text holding PLANTS (alone, or the chunk it shares with BOB) is far from BILLING.
     PLANS: ClassVar[dict[str, dict[str, float]]] = {
         LIGHTHOUSE: {BEACON: 0.27}, FERRY: {BOAT: 0.40}, GUITAR: {PLURAL: 0.17, PAINTED: 0.16},
-        PLANTS: {BILLING: 0.12}, BOB: {BILLING: 0.28}, SWIM: {WEATHER: 0.17}}
+        PLANTS: {BILLING: 0.12}, BOB: {BILLING: 0.28}, SWIM: {WEATHER: 0.17},
+        KEYS: {EXAM: 0.10, FLU: 0.10}, CLINIC: {EXAM: 0.45, FLU: 0.33}}
     _DIMS = 64
 
     @property
@@ -96,6 +103,7 @@ def _workspace(root: Path, fillers: int) -> None:
     write(root, "memory/places/harbour.md", f"{FERRY}\n")
     write(root, "memory/people/calvin.md", f"{GUITAR}\n")
     write(root, "memory/2026-02-06.md", f"# 2026-02-06\n\n{BOB}\n{PLANTS}\n")
+    write(root, "memory/2026-03-02.md", f"# 2026-03-02\n\n{KEYS}\n{CLINIC}\n")
     for i in range(fillers):
         parcel = i * 7919 % 10007
         write(root, f"memory/errands/e{i:04d}.md", f"- Errand {i}: pick up parcel {parcel} at counter {i % 13}.\n")
@@ -149,6 +157,19 @@ def test_a_memory_diluted_by_its_chunk_faces_the_gate_by_its_own_cosine(tmp_path
     _workspace(tmp_path, 5)
     shown = _recalled(tmp_path, BILLING)
     assert [s for s in shown if "Bob's team" in s] and not [s for s in shown if "office plants" in s], shown
+
+
+@pytest.mark.parametrize(("prompt", "recalled"), [(EXAM, True), (FLU, False)])
+def test_a_memory_that_shares_few_words_is_judged_by_its_own_cosine_with_a_wider_margin(
+        tmp_path: Path, prompt: str, recalled: bool) -> None:
+    """A daily chunk reads far from the prompt (0.10) and shares one word of its five ("clinic"):
+    too few for a keyword match. The bullet itself is close to one prompt (0.45) and is recalled
+    alone; to the other it is at 0.33, within the margin a memory gets over the floor (0.25 + 0.05)
+    but short of the one a weak match needs (0.40): chance comes that close among short memories."""
+    _workspace(tmp_path, 5)
+    shown = _recalled(tmp_path, prompt)
+    assert any("moved my checkup" in s for s in shown) is recalled, shown
+    assert not any("spare keys" in s for s in shown), shown
 
 
 @pytest.mark.parametrize("named", [True, False])

@@ -44,6 +44,10 @@ PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floo
 # One memory's cosine runs higher than its chunk's: a memory turned away by its chunk's cosine must
 # clear the floor by this much on its own (bench/conversational_recall.py, bench/updates.py)
 MEMORY_FLOOR_MARGIN = 0.05
+# A memory that shares fewer of the prompt's words than a keyword match needs (a name, one noun of
+# several) must be closer still: on the dialogues, unrelated prompts came in on one shared word by
+# memories at 0.30-0.47 with no more than MEMORY_FLOOR_MARGIN (bench/conversational_recall.py).
+WEAK_MATCH_MARGIN = 0.10
 _STANDING = re.compile(r"^\s*[-*+]\s+\[(?:preference|decision)\]\s", re.IGNORECASE)
 
 
@@ -142,17 +146,19 @@ class Recaller:
     def _close_memories(self, prompt: str, candidates: list[SearchHit], passed: list[bool], floor: float | None,
                         coverage: float, named_coverage: float, topic_floors: list[float | None]) -> set[int]:
         """Indices of the candidates the gate turned away that deserve a second look, and pass it:
-        a keyword match (``coverage`` of the prompt's words) whose chunk reads far from the prompt,
-        while the memory that matched is close to it on its own. A daily log's chunk holds many
-        unrelated bullets, whose meanings dilute its vector.
+        a keyword match whose chunk reads far from the prompt, while the memory that matched is
+        close to it on its own. A daily log's chunk holds many unrelated bullets, whose meanings
+        dilute its vector (a bullet of a day's log at 0.63 to its question, its chunk at 0.21).
 
         The memory faces the gate its chunk faced, by its own cosine (less ``MEMORY_FLOOR_MARGIN``
         in its favour): a match on ``named_coverage`` of the prompt's words needs its topic floor,
-        any other the similarity floor."""
+        one on ``coverage`` the similarity floor, one on fewer of its words (a name, one noun of
+        several) the similarity floor plus ``WEAK_MATCH_MARGIN``: few words say little, and a
+        short memory comes close to an unrelated prompt by chance more often than a chunk does."""
         if floor is None:
             return set()
         doubtful = [i for i, h in enumerate(candidates) if not passed[i] and h.vector_similarity is not None
-                    and h.keyword_coverage >= coverage and h.vector_similarity < floor]
+                    and h.keyword_coverage > 0 and h.vector_similarity < floor]
         if not doubtful:
             return set()
         texts = []
@@ -161,7 +167,8 @@ class Recaller:
             texts.append(memory_body(shown[0].snippet) if shown else candidates[i].snippet)
         scores = self.similarity.similarities(prompt, texts)
         return {i for i, score in zip(doubtful, scores, strict=True)
-                if score >= _gate_faced(candidates[i], floor, named_coverage, topic_floors[i]) + MEMORY_FLOOR_MARGIN}
+                if score >= _gate_faced(candidates[i], floor, coverage, named_coverage, topic_floors[i])
+                + MEMORY_FLOOR_MARGIN}
 
     def _settled(self, shown: list[SearchHit], candidates: list[SearchHit], prompt: str,
                  stale: set[str]) -> tuple[list[SearchHit], set[str], set[str]]:
@@ -280,12 +287,14 @@ class Recaller:
                                hidden=None if include_private else self.engine.privacy)
 
 
-def _gate_faced(hit: SearchHit, floor: float, named_coverage: float, topic_floor: float | None) -> float:
+def _gate_faced(hit: SearchHit, floor: float, coverage: float, named_coverage: float,
+                topic_floor: float | None) -> float:
     """The cosine ``hit`` had to reach: its topic floor when its keywords cover ``named_coverage``
-    of the prompt's (the prompt names it), the similarity ``floor`` otherwise."""
+    of the prompt's (the prompt names it), the similarity ``floor`` when they cover ``coverage``,
+    and that floor plus ``WEAK_MATCH_MARGIN`` when they cover less."""
     if topic_floor is not None and hit.keyword_coverage >= named_coverage:
         return topic_floor
-    return floor
+    return floor if hit.keyword_coverage >= coverage else floor + WEAK_MATCH_MARGIN
 
 
 def _without_instructions_or_secrets(hit: SearchHit) -> SearchHit | None:
