@@ -122,11 +122,13 @@ class LocalReranker:
         """The best window's share of the query weight (0..1) and the index of its first line."""
         if total <= 0:
             return 0.0, 0
-        lines = [self._line(line)[0] for line in text.split("\n")]
+        asked = weights.keys()
+        # Each line's terms that the query weighs: a line holds dozens of terms, a query a few.
+        lines = [self._line(line)[0] & asked for line in text.split("\n")]
         best, best_at = 0.0, 0
         for i in range(len(lines)):
             window = frozenset().union(*lines[i : i + WINDOW_LINES])
-            found = sum(weights.get(term, 0.0) for term in window)
+            found = sum(weights[term] for term in window)
             if found > best:
                 best, best_at = found, i
         return min(1.0, best / total), best_at
