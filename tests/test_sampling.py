@@ -249,14 +249,14 @@ async def test_nothing_capturable_never_samples(server, populated, mode):
     assert not today_file(populated).exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "KNOWN LIMITATION mcp_memory/server/tools.py memory_capture: "
-    "sampling is requested through Resolve(sample_facts), so "
-    "a client that declares sampling but refuses the request (the user declines) fails the whole tool call "
-    "with MCPError('User rejected sampling request') instead of capturing with the rules fallback "
-    "(in 'auto' the SDK client aborts the multi-round call; in 'legacy' the server returns a JSON-RPC error)"))
 @pytest.mark.anyio
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [
+    pytest.param("auto", marks=pytest.mark.xfail(strict=True, reason=(
+        "KNOWN LIMITATION of the SDK's client under 2026-07-28: the sampling request travels in the tool "
+        "call's retries, and a client whose sampling callback answers with an error aborts the multi-round "
+        "call instead of retrying it, so the server never sees the refusal"))),
+    "legacy",
+])
 async def test_refused_sampling_falls_back_to_the_rules(server, populated, mode):
     calls: list[CreateMessageRequestParams] = []
 

@@ -21,6 +21,7 @@ sampling, or with an answer that makes no sense, the tool does what it does offl
 """
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -63,6 +64,8 @@ from mcp_memory.server.scoping import SEARCH_SCOPE, WRITE_SCOPE, check_visible, 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+log = logging.getLogger(__name__)
 
 
 def register_tools(server: MCPServer, app: ServerContext) -> None:
@@ -251,9 +254,19 @@ def _register_forget(server: MCPServer, app: ServerContext) -> None:
 
 
 def _register_capture(server: MCPServer, app: ServerContext) -> None:
-    def sample_facts(messages: list[ChatMessage], session_key: str | None, ctx: Context) -> Sample | None:
-        """The resolver of ``sampled``: this server's capture settings decide whether to sample."""
-        return sampling_request(app.settings.capture, messages, session_key, ctx)
+    async def sample_facts(messages: list[ChatMessage], session_key: str | None,
+                           ctx: Context) -> Sample | CreateMessageResult | None:
+        """The resolver of ``sampled``: this server's capture settings decide whether to sample. A
+        client that refuses the request leaves the capture to the rules, as one without sampling does."""
+        sample = sampling_request(app.settings.capture, messages, session_key, ctx)
+        if sample is None:
+            return None
+        answer = await _asked(sample, ctx)
+        if isinstance(answer, str):
+            if answer:
+                log.warning("capture falls back to the rules: %s", answer)
+            return None
+        return answer
 
     @server.tool(title="Capture memories from a conversation", annotations=EDIT)
     def memory_capture(
@@ -381,22 +394,34 @@ async def rerank_sampling(app: ServerContext, request: SearchRequest,
     system, user = listwise_prompt(ranking.query, candidates)
     sample = Sample([SamplingMessage(role="user", content=TextContent(type="text", text=user))],
                     system_prompt=system, max_tokens=8 * len(candidates) + 64, temperature=0)
+    answer = await _asked(sample, ctx)
+    if isinstance(answer, str):
+        return unavailable if not answer else SamplingSkipped(f"{answer}; the local reranker ordered these hits")
+    return answer
+
+
+async def _asked(sample: Sample, ctx: Context) -> Sample | CreateMessageResult | str:
+    """``sample`` for the SDK to send, or the client's answer to it, or why there is none.
+
+    Under 2026-07-28 the ``Sample`` travels in the tool call's retries (returned as it is). Under a
+    handshake protocol the request is sent here rather than by the SDK, so that a client that
+    refuses it (its user declines) or answers something else costs the caller a fallback instead
+    of failing the whole call: the reason is returned ("" when the session cannot send requests).
+    """
     version = ctx.protocol_version
     if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return sample
     session = ctx.session
     if not session.can_send_request:
-        return unavailable
+        return ""
     try:
         result: CreateMessageResult = await session.send_request(
             CreateMessageRequest(params=sample.params), CreateMessageResult,
             metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
     except MCPError as exc:
-        return SamplingSkipped(f"the client did not answer the sampling request ({exc}); "
-                               "the local reranker ordered these hits")
+        return f"the client did not answer the sampling request ({exc})"
     except ValidationError:
-        return SamplingSkipped("the client's answer to the sampling request is not a message; "
-                               "the local reranker ordered these hits")
+        return "the client's answer to the sampling request is not a message"
     return result
 
 
