@@ -369,10 +369,8 @@ async def rerank_sampling(app: ServerContext, request: SearchRequest,
     """Ask the client's model to order the candidates of ``request``; what it said, or why it was not asked.
 
     The prompt holds the very candidates the tool body reranks, found with the caller's own
-    ``include_private``: a shared caller's model never reads a private file. Under 2026-07-28
-    the ``Sample`` travels in the tool call's retries. Under a handshake protocol the request is
-    sent here rather than by the SDK, so that a client that refuses it (its user declines)
-    costs a warning instead of failing the whole call.
+    ``include_private``: a shared caller's model never reads a private file. A client that
+    refuses the request (``_asked``) costs a warning instead of failing the whole call.
     """
     # Lazy: the reranker module is only needed once a precision search samples.
     from mcp_memory.search.rerank.llm import listwise_prompt
