@@ -122,7 +122,10 @@ def _terms(text: str) -> set[str]:
     return {t for t in _analyzer().query_terms(text) if not _CJK_CHAR.match(t)} if text else set()
 
 
+@functools.lru_cache(maxsize=8192)
 def _analysed(text: str) -> frozenset[str]:
+    """A memory's terms: the same memories come back prompt after prompt, and analysing them was
+    a fifth of a recall's time on the dialogues."""
     return _analyzer().terms(text)
 
 

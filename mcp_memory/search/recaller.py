@@ -17,6 +17,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from itertools import islice
 
 from mcp_memory.capture import is_memory_run, strip_recall_blocks
 from mcp_memory.core import updates
@@ -119,7 +120,7 @@ class Recaller:
         if session and r.repeat_turns > 0:
             recent = ledger.recalled_since(session, turn - r.repeat_turns)
             hits = [h for h in hits if recall_key(h) not in recent]
-        hits = fit_to_budget([shown for shown in map(_without_instructions_or_secrets, hits) if shown][:max_items],
+        hits = fit_to_budget(list(islice(filter(None, map(_without_instructions_or_secrets, hits)), max_items)),
                              budget)
         if session:
             ledger.record_recall(session, turn, [recall_key(h) for h in hits])
