@@ -39,7 +39,7 @@ from mcp_memory.index.snapshot import SearchSnapshot
 from mcp_memory.index.state import IndexState
 from mcp_memory.index.visible_keywords import visible_in_index
 from mcp_memory.safety import looks_like_injection, redact_secrets
-from mcp_memory.search.recall_focus import focus
+from mcp_memory.search.recall_focus import focus, memory_terms
 
 PRIMER_MARGIN = 0.05  # standing rules may sit this far below the relevance floor (bench/recall.py)
 # One memory's cosine runs higher than its chunk's: a memory turned away by its chunk's cosine must
@@ -139,9 +139,8 @@ class Recaller:
         if topic_floor is None:
             return [None] * len(candidates)
         one_word_floor = max(topic_floor, self.engine.relevance_floor() or topic_floor)
-        analyzer = self.engine.searcher.analyzer
-        asked = frozenset(analyzer.query_terms(prompt))
-        return [one_word_floor if words_among(asked & analyzer.terms(h.snippet)) <= 1
+        asked = frozenset(self.engine.searcher.analyzer.query_terms(prompt))
+        return [one_word_floor if words_among(asked & memory_terms(h.snippet)) <= 1
                 and date_closeness(periods, h.date) < 1.0 else topic_floor for h in candidates]
 
     def _close_memories(self, prompt: str, candidates: list[SearchHit], passed: list[bool], floor: float | None,
