@@ -111,6 +111,13 @@ def test_claude_code_plugin_layout():
     assert server["env"]["MCP_MEMORY_WORKSPACE"] == "~/memory"
 
 
+@pytest.mark.parametrize("name", ["claude-code.mcp.json", "claude-code-plugin/.mcp.json"])
+def test_claude_code_waits_for_the_server_before_its_first_request(name):
+    """Without ``alwaysLoad`` a busy machine's first request can go out before our tools are listed."""
+    server = _servers(json.loads((MANIFESTS / name).read_text(encoding="utf-8")))["memory"]
+    assert server["alwaysLoad"] is True
+
+
 def test_claude_code_marketplace_lists_the_plugin_folder():
     """``claude plugin marketplace add manifests/claude-code-plugin`` reads this, then installs the plugin."""
     root = MANIFESTS / "claude-code-plugin"

@@ -85,6 +85,13 @@ def test_fresh_setup_writes_the_server_with_an_absolute_command(machine, client,
     assert "changed" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_claude_code_is_told_to_wait_for_the_server(machine, scope):
+    """Claude Code builds its first request without pending servers unless told to wait for one."""
+    assert _setup(machine, "claude-code", "--scope", scope) == 0
+    assert _server(machine, "claude-code", scope)["alwaysLoad"] is True
+
+
 @pytest.mark.parametrize("client", sorted(HOOKS))
 def test_hooks_run_our_hook_commands_with_the_servers_settings(machine, client):
     assert _setup(machine, client) == 0

@@ -304,7 +304,9 @@ CLAUDE_CODE_HOOKS = [
 def _claude_code(ctx: SetupContext) -> Plan:
     """User: the server in ``~/.claude.json``, hooks in ``~/.claude/settings.json`` (both under
     ``$CLAUDE_CONFIG_DIR`` when set); project: ``.mcp.json`` and ``.claude/settings.json``."""
-    entry = server_entry(ctx.launch, type="stdio")
+    # alwaysLoad: Claude Code otherwise builds a session's first request without waiting for MCP
+    # servers, and on a busy machine it lists our tools only after that request has gone out.
+    entry = server_entry(ctx.launch, type="stdio", alwaysLoad=True)
     if ctx.scope == "user":
         config_dir = ctx.environ.get("CLAUDE_CONFIG_DIR")
         servers = Path(config_dir) / ".claude.json" if config_dir else ctx.home / ".claude.json"

@@ -99,7 +99,9 @@ def test_setup_is_idempotent_on_the_written_files(claude_world: World):
 
 
 def test_cold_first_session_offers_the_memory_tools_in_its_first_request(sessions: Sessions):
-    """A cold server must answer ``initialize`` at once: a pending one leaves the first request without tools."""
+    """The first request of a cold session offers our tools: ``setup`` asks Claude Code to wait for
+    the server (``alwaysLoad``), and the server answers the opening requests at once. Without the
+    first, a busy machine sends that request before Claude Code has listed the tools."""
     first = sessions.search().conversation()[0]
     names = [tool["name"] for tool in first["tools"]]
     assert "mcp__memory__memory_search" in names and "mcp__memory__memory_store" in names, names
