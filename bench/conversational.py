@@ -22,6 +22,13 @@ This benchmark builds such queries from three sources and runs them in the three
   are left out); the queries are built as for ``locomo`` (a later session's turns, then the
   question), and the facts of that later session are not scored.
 
+``--distractors NAME=PATH`` (repeatable) adds other people's memories, one short memory per file
+under ``memory/distractors/``, which no query is about: a small set (ours: 44 queries over a few
+dozen files; the dialogues: 57 sessions) is easy at any setting, and a user's memory holds
+thousands of notes. ``facts=LOCOMO_JSON``: LoCoMo's observations (English, 2,541);
+``memorybank=EVAL_DATA``: what MemoryBank's users said to their companion, one message per file
+(English and Chinese; MIT licence, read in place from the folder named).
+
 Every query is seeded from its id (``--seed``), so a run is reproducible. Each source has a
 dev and a test split (LoCoMo: even/odd conversations; dialogue: the first two conversations of
 each language are dev; ours: the ``split`` field); tune on dev only.
@@ -34,6 +41,8 @@ holds the query's own words) and is skipped when scoring (``score``); R@10 is no
     python bench/conversational.py --source ours
     python bench/conversational.py --source locomo --workspace /tmp/conv-locomo --today 2026-11-26 --sample 400
     python bench/conversational.py --source dialogue --modes default,precise --json /tmp/conv.json
+    python bench/conversational.py --source ours --workspace /tmp/conv-ours-crowd \
+        --distractors facts=../shared/data/locomo/locomo10.json --distractors memorybank=/path/to/eval_data
 """
 
 from __future__ import annotations
@@ -270,6 +279,41 @@ def ours_queries(workspace: Path, data_path: Path) -> list[Query]:
     return out
 
 
+DISTRACTORS = ("facts", "memorybank")
+
+
+def write_distractors(workspace: Path, specs: list[str]) -> None:
+    """Other people's memories, one per file under ``memory/distractors/NAME/`` (``--distractors``);
+    none given: that folder is emptied, so a workspace serves runs with and without."""
+    wanted: dict[Path, str] = {}
+    folder = workspace / "memory" / "distractors"
+    for spec in specs:
+        name, _, where = spec.partition("=")
+        if name not in DISTRACTORS or not where:
+            raise SystemExit(f"--distractors takes NAME=PATH with NAME one of {', '.join(DISTRACTORS)}; got {spec!r}")
+        for key, text in _distractor_texts(name, Path(where)):
+            wanted[folder / name / f"{key}.md"] = f"- {' '.join(text.split())}\n"
+    locomo_bench.write_wanted(folder, wanted)
+
+
+def _distractor_texts(name: str, where: Path) -> list[tuple[str, str]]:
+    """(file key, memory) of a distractor source."""
+    out: list[tuple[str, str]] = []
+    if name == "facts":
+        for ci, sample_data in enumerate(json.loads(where.read_text(encoding="utf-8"))):
+            for key, by_speaker in sorted(sample_data.get("observation", {}).items()):
+                facts = [fact for speaker in sorted(by_speaker) for fact in by_speaker[speaker]]
+                out.extend((f"conv-{ci:02d}/{key}-{k:03d}", str(text)) for k, (text, _) in enumerate(facts))
+        return out
+    for lang in ("en", "cn"):
+        bank = json.loads((where / lang / f"memory_bank_{lang}.json").read_text(encoding="utf-8"))
+        for ui, (_, record) in enumerate(sorted(bank.items())):
+            for date, turns in sorted(record.get("history", {}).items()):
+                out.extend((f"{lang}/user-{ui:02d}/{date}-{ti:02d}", str(turn.get("query", "")))
+                           for ti, turn in enumerate(turns) if str(turn.get("query", "")).strip())
+    return out
+
+
 def _sample(queries: list[Query], seed: int, sample: int | None) -> list[Query]:
     """``sample`` questions (both variants of each), drawn reproducibly."""
     if not sample:
@@ -359,6 +403,8 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--today", default=None, help="reference date of the searches (default: today)")
     parser.add_argument("--show", type=int, default=0, help="print this many queries first")
+    parser.add_argument("--distractors", action="append", default=[], metavar="NAME=PATH",
+                        help="other people's memories beside the set's: facts=LOCOMO_JSON, memorybank=EVAL_DATA")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -373,6 +419,7 @@ def main() -> None:
         queries = dialogue_queries(workspace, args.data or dialogue_bench.DEFAULT_DATA, args.seed)
     else:
         queries = ours_queries(workspace, args.data or OURS)
+    write_distractors(workspace, args.distractors)
     if args.split != "all":
         queries = [q for q in queries if q.split == args.split]
     for q in queries[: args.show]:
@@ -390,7 +437,8 @@ def main() -> None:
           f"(min {lengths[0]:.0f}, max {lengths[-1]:.0f})", file=sys.stderr)
     today = dt.date.fromisoformat(args.today) if args.today else dt.date.today()
     results = {"machine": machine(), "load": loadavg(), "source": args.source, "seed": args.seed,
-               "sample": args.sample, "split": args.split, "files": status["files"], "chunks": status["chunks"],
+               "sample": args.sample, "distractors": args.distractors, "split": args.split,
+               "files": status["files"], "chunks": status["chunks"],
                "embedder": status["embedder"], "line_vectors": status.get("line_vectors"),
                "today": today.isoformat(), "queries": len(queries), "modes": {}}
     for mode in modes:
