@@ -56,6 +56,7 @@ import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,22 +191,29 @@ def facts_workspace(data: list[dict], workspace: Path) -> tuple[dict[tuple[int, 
     wanted: dict[Path, str] = {}
     by_turn: dict[tuple[int, str], set[str]] = defaultdict(set)
     by_session: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for ci, sample_data in enumerate(data):
-        conv = sample_data["conversation"]
-        for key, by_speaker in sample_data.get("observation", {}).items():
-            n = int(re.findall(r"\d+", key)[0])
-            if f"session_{n}_date_time" not in conv:
-                continue
-            date = locomo_bench.session_date(conv[f"session_{n}_date_time"])
-            facts = [fact for speaker in sorted(by_speaker) for fact in by_speaker[speaker]]
-            for k, (text, turns) in enumerate(facts):
-                rel = f"memory/facts/conv-{ci:02d}/{date.isoformat()}-s{n:02d}-{k:03d}.md"
-                wanted[workspace / rel] = f"- {' '.join(str(text).split())}\n"
-                by_session[(ci, n)].add(rel)
-                for dia in re.findall(r"D\d+:\d+", str(turns)):
-                    by_turn[(ci, dia)].add(rel)
+    for ci, key, k, text, turns in _observations(data):
+        conv = data[ci]["conversation"]
+        n = int(re.findall(r"\d+", key)[0])
+        if f"session_{n}_date_time" not in conv:
+            continue
+        date = locomo_bench.session_date(conv[f"session_{n}_date_time"])
+        rel = f"memory/facts/conv-{ci:02d}/{date.isoformat()}-s{n:02d}-{k:03d}.md"
+        wanted[workspace / rel] = f"- {' '.join(text.split())}\n"
+        by_session[(ci, n)].add(rel)
+        for dia in re.findall(r"D\d+:\d+", str(turns)):
+            by_turn[(ci, dia)].add(rel)
     locomo_bench.write_wanted(folder, wanted)
     return by_turn, by_session
+
+
+def _observations(data: list[dict]) -> Iterator[tuple[int, str, int, str, object]]:
+    """(conversation, session key, index within the session, fact, its dialogue turns) of every
+    LoCoMo observation, the speakers of a session in name order."""
+    for ci, sample_data in enumerate(data):
+        for key, by_speaker in sample_data.get("observation", {}).items():
+            facts = [fact for speaker in sorted(by_speaker) for fact in by_speaker[speaker]]
+            for k, (text, turns) in enumerate(facts):
+                yield ci, key, k, str(text), turns
 
 
 def facts_queries(workspace: Path, data_path: Path, seed: int, sample: int | None) -> list[Query]:
@@ -300,11 +308,8 @@ def _distractor_texts(name: str, where: Path) -> list[tuple[str, str]]:
     """(file key, memory) of a distractor source."""
     out: list[tuple[str, str]] = []
     if name == "facts":
-        for ci, sample_data in enumerate(json.loads(where.read_text(encoding="utf-8"))):
-            for key, by_speaker in sorted(sample_data.get("observation", {}).items()):
-                facts = [fact for speaker in sorted(by_speaker) for fact in by_speaker[speaker]]
-                out.extend((f"conv-{ci:02d}/{key}-{k:03d}", str(text)) for k, (text, _) in enumerate(facts))
-        return out
+        return [(f"conv-{ci:02d}/{key}-{k:03d}", text)
+                for ci, key, k, text, _ in _observations(json.loads(where.read_text(encoding="utf-8")))]
     for lang in ("en", "cn"):
         bank = json.loads((where / lang / f"memory_bank_{lang}.json").read_text(encoding="utf-8"))
         for ui, (_, record) in enumerate(sorted(bank.items())):
